@@ -1,0 +1,19 @@
+//! cronshard's pure core: everything cronshard computes about time, with no I/O and no clock reads.
+//!
+//! Time is always a parameter ([`jiff::Timestamp`]); nothing here reads a clock, talks to
+//! Kubernetes or spawns tasks, so every rule can be tested as a pure function.
+
+pub mod bucket;
+mod civil;
+pub mod cronjob;
+mod error;
+pub mod keys;
+pub mod schedule;
+pub mod zone;
+
+pub use bucket::bucket;
+pub use cronjob::{CronJobSchedule, Due};
+pub use error::{Error, FieldError, Result};
+pub use schedule::{Field, Schedule};
+pub use zone::Zone;
+pub use jiff::Timestamp;
