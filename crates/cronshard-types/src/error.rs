@@ -5,7 +5,7 @@ use crate::schedule::Field;
 /// Everything that can be wrong with a schedule, a time zone or a question asked of them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    #[error("empty schedule")]
+    #[error("empty spec string")]
     EmptySchedule,
     #[error("expected exactly 5 fields, found {found}: {schedule:?}")]
     FieldCount { found: usize, schedule: String },
@@ -13,7 +13,7 @@ pub enum Error {
     Field { field: Field, text: String, reason: FieldError },
     #[error("unrecognized descriptor: {0}")]
     UnknownDescriptor(String),
-    #[error("invalid @every duration {text:?}: {reason}")]
+    #[error("failed to parse duration {text:?} after @every: {reason}")]
     EveryDuration { text: String, reason: String },
     #[error("schedule {schedule:?} has a {prefix} prefix but no fields after it")]
     MissingFieldsAfterZone { schedule: String, prefix: &'static str },

@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(err("TZ=Mars/Base * * * * *"), "provided bad location Mars/Base: unknown time zone Mars/Base");
         assert!(err("@every 5x").contains("unknown unit"));
         assert!(err("TZ=UTC").contains("no fields"));
-        assert_eq!(err(""), "empty schedule");
+        assert_eq!(err(""), "empty spec string");
     }
 
     #[test]
@@ -285,5 +285,55 @@ mod tests {
         assert_eq!(weekly.values(Field::DayOfWeek), vec![0]);
         assert!(weekly.is_star(Field::DayOfMonth));
         assert_eq!(Schedule::parse("CRON_TZ=Asia/Tokyo  @daily", &Zone::utc()).expect("tz").zone().name(), "Asia/Tokyo");
+    }
+}
+
+#[cfg(test)]
+mod golden {
+    //! robfig/cron's TestRange and TestField, which exercise ranges with arbitrary bounds.
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct RangeCase {
+        source: String,
+        expr: String,
+        min: u8,
+        max: u8,
+        values: Vec<u8>,
+        star: bool,
+        error: Option<String>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct File {
+        range: Vec<RangeCase>,
+        field: Vec<RangeCase>,
+    }
+
+    #[test]
+    fn robfig_range_and_field() {
+        let file: File = serde_json::from_str(include_str!("../../tests/golden/robfig.json")).expect("golden json");
+        let mut checked = 0;
+        for case in file.range.iter().chain(&file.field) {
+            // robfig's getField splits on commas and ORs the ranges, as parse_field does.
+            let result = case
+                .expr
+                .split(',')
+                .filter(|item| !item.is_empty())
+                .try_fold(0, |acc, item| Ok::<_, FieldError>(acc | parse_range(item, case.min, case.max, &[], 0)?));
+            match (&case.error, result) {
+                (None, Ok(bits)) => {
+                    let values: Vec<u8> = (0..63).filter(|v| bits & (1 << v) != 0).collect();
+                    assert_eq!(values, case.values, "{}: {}", case.source, case.expr);
+                    assert_eq!(bits & STAR != 0, case.star, "{}: {}", case.source, case.expr);
+                }
+                (Some(expected), Err(err)) => {
+                    assert!(err.to_string().contains(expected.as_str()), "{}: {err} lacks {expected}", case.source)
+                }
+                (expected, got) => panic!("{}: {:?} expected {expected:?}, got {got:?}", case.source, case.expr),
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 24);
     }
 }
