@@ -4,7 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::schedule::Schedule;
+use crate::schedule::{Kind, Schedule};
 use crate::zone::{Zone, floor_second, timestamp};
 
 /// More missed start times than this earn upstream's `TooManyMissedTimes` Warning.
@@ -82,6 +82,16 @@ impl CronJobSchedule {
         };
         let none = Due { due: None, too_many_missed: false, earliest };
         let now_s = floor_second(now);
+        if let Kind::Every { seconds } = self.schedule.kind() {
+            // Fire times are earliest + k * interval (k >= 1): count them directly.
+            let start = floor_second(earliest);
+            let count = if now_s > start { (now_s - start) / seconds } else { 0 };
+            return Ok(Due {
+                due: (count > 0).then(|| timestamp(start + count * seconds)),
+                too_many_missed: count > i64::from(MISSED_LIMIT),
+                earliest,
+            });
+        }
         let next = |unix: i64| self.schedule.next_unix(unix);
         let Some(first) = next(floor_second(earliest)) else {
             return Err(Error::NoFireTime { after: earliest });
@@ -117,12 +127,13 @@ impl CronJobSchedule {
         Ok(Due { due: Some(timestamp(due)), too_many_missed: true, earliest })
     }
 
-    /// When to look at this CronJob again: the first fire time after both `earliest` and
-    /// `now`, plus [`REQUEUE_DELAY`] (upstream's `nextScheduleTimeDuration`, as an instant).
-    /// `None` when the schedule never fires again.
+    /// When to look at this CronJob again: the fire time after the most recent one (ignoring
+    /// any deadline), else after `earliest`, plus [`REQUEUE_DELAY`] (upstream's
+    /// `nextScheduleTimeDuration`, as an instant). `None` when the schedule never fires again.
     pub fn requeue_at(&self, earliest: Timestamp, now: Timestamp) -> Option<Timestamp> {
-        let from = earliest.max(now);
-        self.schedule.next_after(from).and_then(|t| t.checked_add(REQUEUE_DELAY).ok())
+        let due = self.due(earliest, now, None).ok()?;
+        let next = self.schedule.next_after(due.due.unwrap_or(earliest))?;
+        next.checked_add(REQUEUE_DELAY).ok()
     }
 
     /// The value of `batch.kubernetes.io/cronjob-scheduled-timestamp` for a run.

@@ -14,6 +14,19 @@ const MINUTE: i64 = 60;
 
 /// First fire time at or after `unix + 1`, in unix seconds.
 pub(super) fn spec_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64> {
+    search(spec, zone, unix, Stepping::Jump)
+}
+
+/// How the hour, minute and second loops move: robfig's literal single steps, or several
+/// at once inside one offset period. Tests check that both give the same answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stepping {
+    #[cfg_attr(not(test), allow(dead_code))]
+    Single,
+    Jump,
+}
+
+fn search(spec: &SpecFields, zone: &Zone, unix: i64, stepping: Stepping) -> Option<i64> {
     let mut cur = Cursor::new(zone);
     // Start at the earliest possible time (the upcoming second).
     let mut t = unix + 1;
@@ -68,7 +81,7 @@ pub(super) fn spec_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64
             }
             // Hours until the next matching hour or the wrap at midnight, whichever is first.
             let target = next_set_bit(spec.hour, w.hour + 1, 24);
-            t = advance(&mut cur, t, i64::from(target - w.hour), HOUR);
+            t = advance(&mut cur, stepping, t, i64::from(target - w.hour), HOUR);
             w = cur.wall(t);
             if w.hour == 0 {
                 continue 'wrap;
@@ -82,7 +95,7 @@ pub(super) fn spec_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64
                 w = cur.wall(t);
             }
             let target = next_set_bit(spec.minute, w.minute + 1, 60);
-            t = advance(&mut cur, t, i64::from(target - w.minute), MINUTE);
+            t = advance(&mut cur, stepping, t, i64::from(target - w.minute), MINUTE);
             w = cur.wall(t);
             if w.minute == 0 {
                 continue 'wrap;
@@ -93,7 +106,7 @@ pub(super) fn spec_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64
         // seconds (local mean time before ~1900) get here with a non-zero wall second.
         while w.second != 0 {
             added = true;
-            t = advance(&mut cur, t, i64::from(60 - w.second), 1);
+            t = advance(&mut cur, stepping, t, i64::from(60 - w.second), 1);
             w = cur.wall(t);
             if w.second == 0 {
                 continue 'wrap;
@@ -106,12 +119,75 @@ pub(super) fn spec_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64
 
 /// `steps` steps of `unit` seconds, taken at once when the offset cannot change on the way
 /// (so the wall clock moves by exactly that much) and one at a time otherwise, as robfig does.
-fn advance(cur: &mut Cursor<'_>, t: i64, steps: i64, unit: i64) -> i64 {
+fn advance(cur: &mut Cursor<'_>, stepping: Stepping, t: i64, steps: i64, unit: i64) -> i64 {
     let jump = t + steps * unit;
-    if jump < cur.period_end(t) { jump } else { t + unit }
+    if stepping == Stepping::Jump && jump < cur.period_end(t) { jump } else { t + unit }
 }
 
 /// The smallest set bit of `bits` in `from..limit`, or `limit` if there is none.
 fn next_set_bit(bits: u64, from: u8, limit: u8) -> u8 {
     (from..limit).find(|v| SpecFields::has(bits, *v)).unwrap_or(limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::schedule::{Field, Kind, Schedule};
+
+    const ZONES: &[&str] = &[
+        "America/New_York",
+        "Europe/Berlin",
+        "America/Sao_Paulo",
+        "America/Santiago",
+        "Australia/Lord_Howe",
+        "Pacific/Chatham",
+        "Pacific/Apia",
+        "Antarctica/Troll",
+        "Africa/Casablanca",
+        "America/Havana",
+        "Asia/Kolkata",
+    ];
+
+    fn field(f: Field) -> impl Strategy<Value = String> {
+        let (min, max) = f.bounds();
+        prop_oneof![
+            Just("*".to_owned()),
+            (min..=max).prop_map(|v| v.to_string()),
+            (min..=max, min..=max).prop_map(|(a, b)| format!("{}-{}", a.min(b), a.max(b))),
+            (min..=max, 2..=max.max(2)).prop_map(|(a, s)| format!("{a}/{s}")),
+            (min..=max, min..=max).prop_map(|(a, b)| format!("{a},{b}")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Jumping inside an offset period is only an optimisation: around every kind of
+        /// transition (instants are drawn within two days of one) it matches robfig's
+        /// literal one-step-at-a-time search.
+        #[test]
+        fn jumps_equal_single_steps(
+            fields in (field(Field::Minute), field(Field::Hour), field(Field::DayOfMonth), field(Field::Month), field(Field::DayOfWeek)),
+            zone in (0..ZONES.len()).prop_map(|i| Zone::load(ZONES[i]).expect("zone")),
+            start in 820_000_000i64..2_100_000_000,
+            offset in -172_800i64..172_800,
+        ) {
+            let expr = format!("{} {} {} {} {}", fields.0, fields.1, fields.2, fields.3, fields.4);
+            let schedule = Schedule::parse(&expr, &zone).expect("valid");
+            let Kind::Spec(spec) = schedule.kind() else { unreachable!() };
+            let transition = zone
+                .time_zone()
+                .following(jiff::Timestamp::from_second(start).expect("in range"))
+                .next()
+                .map_or(start, |t| t.timestamp().as_second());
+            let after = transition + offset;
+            prop_assert_eq!(
+                search(spec, &zone, after, Stepping::Jump),
+                search(spec, &zone, after, Stepping::Single),
+                "{} in {} after {}", expr, zone, after
+            );
+        }
+    }
 }
