@@ -14,6 +14,6 @@ pub mod zone;
 pub use bucket::bucket;
 pub use cronjob::{CronJobSchedule, Due};
 pub use error::{Error, FieldError, Result};
+pub use jiff::Timestamp;
 pub use schedule::{Field, Schedule};
 pub use zone::Zone;
-pub use jiff::Timestamp;

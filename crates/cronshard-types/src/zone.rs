@@ -70,10 +70,8 @@ impl Zone {
         let unix = floor_second(at);
         let offset = self.offset_at(unix);
         let w = Wall::from_local_seconds(unix + offset);
-        let mut out = format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            w.year, w.month, w.day, w.hour, w.minute, w.second
-        );
+        let mut out =
+            format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", w.year, w.month, w.day, w.hour, w.minute, w.second);
         if offset == 0 {
             out.push('Z');
         } else {
@@ -126,10 +124,8 @@ impl<'z> Cursor<'z> {
             let tz = &self.zone.tz;
             self.offset = self.zone.offset_at(unix);
             // Transitions fall on whole seconds, so "strictly before unix + 1" is "at or before unix".
-            self.start = tz
-                .preceding(timestamp(unix.saturating_add(1)))
-                .next()
-                .map_or(i64::MIN, |t| t.timestamp().as_second());
+            self.start =
+                tz.preceding(timestamp(unix.saturating_add(1))).next().map_or(i64::MIN, |t| t.timestamp().as_second());
             self.end = tz.following(timestamp(unix)).next().map_or(i64::MAX, |t| t.timestamp().as_second());
         }
         self.offset

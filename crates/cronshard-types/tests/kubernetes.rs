@@ -95,7 +95,8 @@ fn most_recent_schedule_time() {
     for case in cases {
         let earliest = case.last_schedule.unwrap_or(case.creation);
         let deadline = case.starting_deadline_seconds.filter(|_| case.include_starting_deadline);
-        let result = schedule(&case.schedule, case.time_zone.as_deref()).and_then(|s| s.due(earliest, case.now, deadline));
+        let result =
+            schedule(&case.schedule, case.time_zone.as_deref()).and_then(|s| s.due(earliest, case.now, deadline));
         if case.expected_error {
             assert!(matches!(result, Err(Error::NoFireTime { .. })), "{}: {result:?}", case.source);
             continue;

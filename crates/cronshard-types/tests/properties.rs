@@ -92,7 +92,8 @@ fn brute_next(schedule: &Schedule, after: Timestamp, limit: Timestamp) -> Option
         let dom = has(Field::DayOfMonth, wall.day());
         let dow = has(Field::DayOfWeek, wall.weekday().to_sunday_zero_offset());
         let day = if either { dom || dow } else { dom && dow };
-        if has(Field::Minute, wall.minute()) && has(Field::Hour, wall.hour()) && has(Field::Month, wall.month()) && day {
+        if has(Field::Minute, wall.minute()) && has(Field::Hour, wall.hour()) && has(Field::Month, wall.month()) && day
+        {
             return Some(wall.timestamp());
         }
         unix += 60;

@@ -61,7 +61,11 @@ fn next_matches_robfig() {
     assert_eq!(cases.len(), 52);
     for case in cases {
         let actual = parse(&case.schedule, &case.time_zone).next_after(case.after);
-        assert_eq!(actual, case.expected, "{}: {} in {} after {}", case.source, case.schedule, case.time_zone, case.after);
+        assert_eq!(
+            actual, case.expected,
+            "{}: {} in {} after {}",
+            case.source, case.schedule, case.time_zone, case.after
+        );
     }
 }
 

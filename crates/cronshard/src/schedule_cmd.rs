@@ -74,7 +74,8 @@ fn next(args: NextArgs) -> Result<ExitCode, Error> {
     let cronjob = load(&args.schedule)?;
     let after = args.after.unwrap_or_else(Timestamp::now);
     let zone = cronjob.schedule().zone();
-    let lines: Vec<String> = cronjob.schedule().iter_after(after).take(args.count).map(|t| zone.format_rfc3339(t)).collect();
+    let lines: Vec<String> =
+        cronjob.schedule().iter_after(after).take(args.count).map(|t| zone.format_rfc3339(t)).collect();
     if lines.is_empty() && args.count > 0 {
         return Ok(ExitCode::from(EXIT_NO_TIME));
     }

@@ -136,7 +136,9 @@ mod tests {
 
     #[test]
     fn rejects_what_go_rejects() {
-        for text in ["", "3", "-", "s", ".", ".s", "+.s", "1d", "5m ", " 5m", "9223372036854775808ns", "1..2s", "3000000h"] {
+        for text in
+            ["", "3", "-", "s", ".", ".s", "+.s", "1d", "5m ", " 5m", "9223372036854775808ns", "1..2s", "3000000h"]
+        {
             assert!(parse(text).is_err(), "{text:?} should fail");
         }
         assert_eq!(parse("1d"), Err("time: unknown unit \"d\" in duration \"1d\"".to_owned()));

@@ -107,8 +107,8 @@ fn parse_descriptor(spec: &str, zone: Zone) -> Result<Schedule> {
             let Some(text) = spec.strip_prefix("@every ") else {
                 return Err(Error::UnknownDescriptor(spec.to_owned()));
             };
-            let nanos = go_duration::parse(text)
-                .map_err(|reason| Error::EveryDuration { text: text.to_owned(), reason })?;
+            let nanos =
+                go_duration::parse(text).map_err(|reason| Error::EveryDuration { text: text.to_owned(), reason })?;
             // robfig's Every: below one second becomes one second (negative ones too), and
             // the rest is truncated to whole seconds.
             let seconds = if nanos < 1_000_000_000 { 1 } else { nanos / 1_000_000_000 };
@@ -259,7 +259,10 @@ mod tests {
         assert_eq!(err("61 * * * *"), "invalid minute field \"61\": end of range (61) above maximum (59)");
         assert_eq!(err("* * * * 7"), "invalid day-of-week field \"7\": end of range (7) above maximum (6)");
         assert_eq!(err("* * 0 * *"), "invalid day-of-month field \"0\": beginning of range (0) below minimum (1)");
-        assert_eq!(err("* * * JANUARY *"), "invalid month field \"JANUARY\": failed to parse int from JANUARY: invalid syntax");
+        assert_eq!(
+            err("* * * JANUARY *"),
+            "invalid month field \"JANUARY\": failed to parse int from JANUARY: invalid syntax"
+        );
         assert_eq!(err("* * * * L"), "invalid day-of-week field \"L\": failed to parse int from L: invalid syntax");
         assert_eq!(err("*/0 * * * *"), "invalid minute field \"*/0\": step of range should be a positive number");
         assert_eq!(err("5-1 * * * *"), "invalid minute field \"5-1\": beginning of range (5) beyond end of range (1)");
@@ -284,7 +287,10 @@ mod tests {
         let weekly = spec("@weekly");
         assert_eq!(weekly.values(Field::DayOfWeek), vec![0]);
         assert!(weekly.is_star(Field::DayOfMonth));
-        assert_eq!(Schedule::parse("CRON_TZ=Asia/Tokyo  @daily", &Zone::utc()).expect("tz").zone().name(), "Asia/Tokyo");
+        assert_eq!(
+            Schedule::parse("CRON_TZ=Asia/Tokyo  @daily", &Zone::utc()).expect("tz").zone().name(),
+            "Asia/Tokyo"
+        );
     }
 }
 
