@@ -51,7 +51,7 @@ pub(crate) struct DueArgs {
     #[arg(long)]
     now: Timestamp,
     /// spec.startingDeadlineSeconds; raises earliest to now minus this.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     starting_deadline_seconds: Option<i64>,
 }
 
