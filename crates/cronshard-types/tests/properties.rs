@@ -159,6 +159,11 @@ proptest! {
         prop_assert_eq!(due.too_many_missed, fires.len() > 100, "{} in {}: {} fires", expr, zone, fires.len());
     }
 
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 5000, ..ProptestConfig::default() })]
+
     /// No input makes the parser panic, and whatever parses can be asked every question.
     #[test]
     fn parser_never_panics(input in prop_oneof![
