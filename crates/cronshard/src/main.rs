@@ -1,6 +1,7 @@
 //! The `cronshard` binary: command-line entry point.
 
 mod schedule_cmd;
+mod sim_cmd;
 
 use std::process::ExitCode;
 
@@ -19,11 +20,22 @@ enum Command {
     /// Evaluate a CronJob schedule exactly as the controller does.
     #[command(subcommand)]
     Schedule(schedule_cmd::ScheduleCommand),
+    /// Run the simulated Kubernetes API server (for tests, benchmarks and demos).
+    Sim(Box<sim_cmd::SimArgs>),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Logs go to stderr, so stdout stays for command output (addresses, times, JSON).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     match cli.command {
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
+        Command::Sim(args) => sim_cmd::run(*args),
     }
 }
