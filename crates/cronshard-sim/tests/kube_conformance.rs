@@ -297,12 +297,15 @@ async fn raw(
     }
 }
 
+/// Method, path, content type, body, expected code, expected reason.
+type BadCase<'a> = (&'a str, String, &'a str, Vec<u8>, u16, &'a str);
+
 #[tokio::test]
 async fn bad_input_gets_the_real_status_codes() {
     let (_state, client) = start(Config::default()).await;
     let base = "/apis/batch/v1/namespaces/default/cronjobs";
     let good = serde_json::to_vec(&cronjob("ok")).expect("json");
-    let cases: Vec<(&str, String, &str, Vec<u8>, u16, &str)> = vec![
+    let cases: Vec<BadCase<'_>> = vec![
         ("POST", base.into(), "application/json", b"{not json".to_vec(), 400, "BadRequest"),
         (
             "POST",
