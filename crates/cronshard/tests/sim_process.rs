@@ -139,6 +139,7 @@ fn kubectl_against_cronshard_sim() {
     watch_out.read_line(&mut line).expect("watch row after the change");
     assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["hello", "a"], "get -w saw the label: {line:?}");
     let _ = watch.kill();
+    let _ = watch.wait();
 
     let patched =
         sim.kubectl(&["patch", "cronjob", "hello", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#], None);
@@ -186,6 +187,7 @@ fn sigterm_stops_the_simulator_even_with_open_watches() {
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(sim.terminate(), Some(0));
     let _ = watch.kill();
+    let _ = watch.wait();
 }
 
 #[test]
