@@ -93,6 +93,19 @@ fn header_text(headers: &HeaderMap, name: header::HeaderName) -> String {
 
 fn verb(method: &Method, target: &Target, query: &HashMap<String, String>) -> Result<&'static str> {
     let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+    // `/status` takes get, update and patch; the all-namespaces path of a namespaced
+    // resource only lists and watches; namespaces have no deletecollection.
+    let subresource = target.subresource.is_some();
+    let all_namespaces = target.resource.namespaced() && target.namespace.is_none();
+    let allowed = match method.as_str() {
+        "GET" => true,
+        "PUT" | "PATCH" => !all_namespaces,
+        "POST" | "DELETE" => !subresource && !all_namespaces,
+        _ => false,
+    };
+    if !allowed || (method == Method::DELETE && target.name.is_none() && target.resource == Resource::Namespaces) {
+        return Err(ApiError::MethodNotAllowed);
+    }
     Ok(match (method.as_str(), target.name.is_some()) {
         ("GET", true) => "get",
         ("GET", false) if watch => "watch",
@@ -171,6 +184,10 @@ async fn serve(
         Bytes::new()
     };
     let content_type = header_text(headers, header::CONTENT_TYPE);
+    if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        // Better an explicit refusal than a dry run that writes.
+        return Err(ApiError::BadRequest("dryRun is not supported by cronshard-sim".into()));
+    }
     match verb {
         "get" => get(state, target),
         "list" => list(state, target, query).await,
@@ -375,6 +392,23 @@ fn clone_meta(o: &Object) -> Object {
     }
 }
 
+type WatchSender = tokio::sync::mpsc::Sender<std::result::Result<Bytes, std::io::Error>>;
+
+/// Sends one line unless the watch must end first (dropped, timed out, client gone): a
+/// client that stops reading cannot hold a watch open past those.
+async fn deliver(
+    tx: &WatchSender,
+    line: Bytes,
+    epoch: &mut tokio::sync::watch::Receiver<u64>,
+    deadline: tokio::time::Instant,
+) -> std::result::Result<(), ()> {
+    tokio::select! {
+        sent = tx.send(Ok(line)) => sent.map_err(|_| ()),
+        _ = epoch.changed() => Err(()),
+        _ = tokio::time::sleep_until(deadline) => Err(()),
+    }
+}
+
 fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> Result<Outcome> {
     let params = ListParams::parse(query)?;
     let resource = target.resource;
@@ -400,12 +434,17 @@ fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> 
     };
     let matches = selector_filter(target, &params);
     let shared = state.0.clone();
-    let timeout = params.timeout_seconds.map(Duration::from_secs).unwrap_or(shared.config.default_watch_timeout);
+    // 0 means "not set", as in kube-apiserver.
+    let timeout = params
+        .timeout_seconds
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(shared.config.default_watch_timeout);
     let bookmark_every = shared.config.bookmark_interval;
     let mut epoch = shared.watch_epoch.subscribe();
     shared.metrics.watchers.inc();
     tokio::spawn(async move {
-        let send = |line: Bytes| tx.send(Ok(line));
+        let deadline_at = tokio::time::Instant::now() + timeout;
         let mut progress = if initial { snapshot_rv } else { params.resource_version.unwrap_or(0) };
         let result: std::result::Result<(), ()> = async {
             for event in &replay {
@@ -416,16 +455,16 @@ fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> 
                     convert(event, &matches)
                 };
                 if let Some((kind, object)) = converted {
-                    send(event_line(kind.as_str(), &object.body)).await.map_err(|_| ())?;
+                    deliver(&tx, event_line(kind.as_str(), &object.body), &mut epoch, deadline_at).await?;
                 }
             }
             if initial {
                 progress = snapshot_rv;
             }
             if params.send_initial_events {
-                send(bookmark_line(resource, progress, true)).await.map_err(|_| ())?;
+                deliver(&tx, bookmark_line(resource, progress, true), &mut epoch, deadline_at).await?;
             }
-            let deadline = tokio::time::sleep(timeout);
+            let deadline = tokio::time::sleep_until(deadline_at);
             tokio::pin!(deadline);
             let mut bookmarks = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
             loop {
@@ -440,14 +479,14 @@ fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> 
                                 continue;
                             }
                             if let Some((kind, object)) = convert(&event, &matches) {
-                                send(event_line(kind.as_str(), &object.body)).await.map_err(|_| ())?;
+                                deliver(&tx, event_line(kind.as_str(), &object.body), &mut epoch, deadline_at).await?;
                             }
                         }
                         // Too slow to keep up, or the store is gone: end the watch.
                         Err(RecvError::Lagged(_) | RecvError::Closed) => return Err(()),
                     },
                     _ = bookmarks.tick(), if params.allow_bookmarks => {
-                        send(bookmark_line(resource, progress, false)).await.map_err(|_| ())?;
+                        deliver(&tx, bookmark_line(resource, progress, false), &mut epoch, deadline_at).await?;
                     }
                     _ = &mut deadline => return Ok(()),
                     _ = epoch.changed() => return Err(()),
@@ -535,6 +574,11 @@ fn create(
         return Err(ApiError::InternalError("resourceVersion should not be set on objects to be created".into()));
     }
     let meta = &mut object["metadata"];
+    if !target.resource.namespaced()
+        && let Some(m) = meta.as_object_mut()
+    {
+        m.remove("namespace");
+    }
     if let Some(ns) = &target.namespace {
         match meta.get("namespace").and_then(Value::as_str) {
             Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
@@ -648,6 +692,23 @@ fn update(
             "the namespace of the provided object does not match the namespace sent on the request".into(),
         ));
     }
+    let exists = state.store().get(target.resource, namespace_of(target), name_of(target)).is_some();
+    if !exists && target.subresource.is_none() && target.resource.allow_create_on_update() {
+        let collection = Target { name: None, ..target.clone() };
+        return create(state, &collection, query, content_type, body);
+    }
+    if target.resource == Resource::Leases && resource_version_of(&value)?.is_none() {
+        return Err(ApiError::Invalid {
+            kind: target.resource.kind(),
+            group: target.resource.group(),
+            name: name_of(target).to_owned(),
+            causes: vec![crate::error::Cause::invalid(
+                "metadata.resourceVersion",
+                "0x0",
+                "must be specified for an update",
+            )],
+        });
+    }
     write_existing(state, target, validation, |_| Ok(value))
 }
 
@@ -688,7 +749,7 @@ fn patch(
             if !patch_body.is_object() {
                 return Err(ApiError::BadRequest("error decoding patch: a merge patch must be a JSON object".into()));
             }
-            json_patch::merge(&mut patched, &patch_body);
+            json_patch::merge(&mut patched, &without_directives(patch_body.clone()));
         }
         if patched["metadata"]["resourceVersion"] == old["metadata"]["resourceVersion"] {
             // No precondition in the patch: the server applies it to the current version.
@@ -698,6 +759,18 @@ fn patch(
         }
         Ok(patched)
     })
+}
+
+/// Drops strategic-merge-patch directives (`$patch`, `$setElementOrder/...`, `$retainKeys`),
+/// which a JSON merge patch would otherwise store as unknown fields.
+fn without_directives(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k, without_directives(v))).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_directives).collect()),
+        other => other,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -765,6 +838,19 @@ fn delete_one(
         }
     }
     let deleted = store.delete(resource, namespace, name, precondition_rv)?;
+    if resource == Resource::Namespaces {
+        // The namespace controller's job, done at once: nothing outlives its namespace.
+        let everything = |_: &Object| true;
+        for inner in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
+            let page = store.list(inner, Some(name), ReadAt::Latest, None, 0, &everything)?;
+            for object in page.items {
+                match delete_one(state, inner, name, &object.name, Propagation::Background, None, None) {
+                    Ok(_) | Err(ApiError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
     for (dep_resource, dep_ns, dep_name) in store.dependents(&deleted.uid) {
         let result = match propagation {
             Propagation::Orphan => store

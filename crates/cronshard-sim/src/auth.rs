@@ -52,9 +52,12 @@ struct Rule {
 impl Rule {
     fn allows(&self, verb: &str, group: &str, resource: &str, name: Option<&str>) -> bool {
         let has = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
-        let resource_ok = self.resources.iter().any(|r| {
-            r == "*" || r == resource || (r.ends_with("/*") && resource.split('/').next() == r.split('/').next())
-        });
+        // RBAC's ResourceMatches: "*", an exact match, or "*/<subresource>" for subresources.
+        let subresource = resource.split_once('/').map(|(_, sub)| sub);
+        let resource_ok = self
+            .resources
+            .iter()
+            .any(|r| r == "*" || r == resource || subresource.is_some_and(|sub| r.strip_prefix("*/") == Some(sub)));
         has(&self.verbs, verb)
             && has(&self.api_groups, group)
             && resource_ok

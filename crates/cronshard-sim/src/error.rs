@@ -43,7 +43,7 @@ pub enum ApiError {
         "Operation cannot be fulfilled on {resource} {name:?}: the object has been modified; please apply your changes to the latest version and try again"
     )]
     Conflict { resource: Resource, name: String },
-    #[error("{kind}.{group} {name:?} is invalid: {}", summary(.causes))]
+    #[error("{kind}{} {name:?} is invalid: {}", if group.is_empty() { String::new() } else { format!(".{group}") }, summary(.causes))]
     Invalid { kind: &'static str, group: &'static str, name: String, causes: Vec<Cause> },
     /// 410 for a list continue token older than the compacted revision.
     #[error(
@@ -53,10 +53,13 @@ pub enum ApiError {
     /// 410 for a read or watch at a compacted resourceVersion.
     #[error("too old resource version: {requested} ({compacted})")]
     ResourceVersionTooOld { requested: u64, compacted: u64 },
+    /// 422 for a JSON patch that cannot be applied.
+    #[error("the server rejected our request due to an error in our request: {0}")]
+    UnprocessablePatch(String),
     /// 410 for a list at an exact, compacted resourceVersion.
     #[error("The resourceVersion for the provided list is too old.")]
     ListTooOld,
-    #[error("Too large resource version: {requested}, current: {current}")]
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
     ResourceVersionTooLarge { requested: u64, current: u64 },
     #[error("{0}")]
     BadRequest(String),
@@ -94,7 +97,7 @@ impl ApiError {
                 StatusCode::NOT_FOUND
             }
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
-            ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Invalid { .. } | ApiError::UnprocessablePatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::ContinueExpired { .. } | ApiError::ResourceVersionTooOld { .. } | ApiError::ListTooOld => {
                 StatusCode::GONE
             }
@@ -117,7 +120,7 @@ impl ApiError {
             ApiError::NotFound { .. } | ApiError::NamespaceNotFound(_) | ApiError::PathNotFound => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
             ApiError::Conflict { .. } => "Conflict",
-            ApiError::Invalid { .. } => "Invalid",
+            ApiError::Invalid { .. } | ApiError::UnprocessablePatch(_) => "Invalid",
             ApiError::ContinueExpired { .. } | ApiError::ResourceVersionTooOld { .. } | ApiError::ListTooOld => {
                 "Expired"
             }
@@ -160,6 +163,11 @@ impl ApiError {
             ApiError::TooManyRequests { retry_after_seconds } => {
                 Some(json!({"retryAfterSeconds": retry_after_seconds}))
             }
+            // client-go's reflector looks for this cause to fall back to a fresh list.
+            ApiError::ResourceVersionTooLarge { .. } => Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            })),
             ApiError::ContinueExpired { inconsistent_continue } => {
                 status["metadata"] = json!({"continue": inconsistent_continue});
                 None

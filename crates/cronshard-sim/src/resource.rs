@@ -93,6 +93,11 @@ impl Resource {
         self != Resource::Namespaces
     }
 
+    /// A PUT to a missing object creates it (leases and events, as kube-apiserver's strategies say).
+    pub fn allow_create_on_update(self) -> bool {
+        matches!(self, Resource::Leases | Resource::Events | Resource::CoreEvents)
+    }
+
     /// Has a `/status` subresource.
     pub fn has_status(self) -> bool {
         matches!(self, Resource::CronJobs | Resource::Jobs | Resource::Namespaces)

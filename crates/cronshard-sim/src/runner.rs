@@ -43,7 +43,8 @@ pub(crate) fn spawn(state: SimState, config: RunnerConfig) -> tokio::task::JoinH
         adopt_all(&state, &config, &seen);
         loop {
             match events.recv().await {
-                Ok(event) if event.kind == EventType::Added && event.object.resource == Resource::Jobs => {
+                // ADDED, or MODIFIED (a suspended Job resumed); `seen` stops double starts.
+                Ok(event) if event.kind != EventType::Deleted && event.object.resource == Resource::Jobs => {
                     start(&state, &config, &seen, &event.object);
                 }
                 Ok(_) => {}

@@ -403,7 +403,10 @@ impl Store {
             Some(rv) if rv < inner.compacted => {
                 return Err(ApiError::ResourceVersionTooOld { requested: rv, compacted: inner.compacted });
             }
-            Some(rv) => inner.history.iter().filter(|e| e.rv > rv && e.object.resource == resource).cloned().collect(),
+            Some(rv) => {
+                let start = inner.history.partition_point(|e| e.rv <= rv);
+                inner.history.range(start..).filter(|e| e.object.resource == resource).cloned().collect()
+            }
             None => inner
                 .tables
                 .get(&resource)

@@ -307,3 +307,45 @@ async fn bulk_load_skips_validation() {
     assert!(metrics.contains("cronshard_sim_requests_total"), "{metrics}");
     assert!(metrics.contains("cronshard_sim_objects{resource=\"cronjobs.batch\"} 3"), "{metrics}");
 }
+
+#[tokio::test]
+async fn routes_the_real_server_lacks_are_405() {
+    let (state, _) = start(Config::default()).await;
+    send(&state, "POST", CRONJOBS, &[], cronjob("cj")).await;
+    for (method, path) in [
+        ("POST", "/apis/batch/v1/cronjobs"),
+        ("DELETE", "/apis/batch/v1/cronjobs"),
+        ("DELETE", "/api/v1/namespaces"),
+        ("DELETE", "/apis/batch/v1/namespaces/default/cronjobs/cj/status"),
+        ("POST", "/apis/batch/v1/namespaces/default/cronjobs/cj/status"),
+    ] {
+        assert_eq!(send(&state, method, path, &[], cronjob("x")).await.0, 405, "{method} {path}");
+    }
+    assert!(state.store().get(cronshard_sim::Resource::CronJobs, "default", "cj").is_some(), "nothing was deleted");
+}
+
+#[tokio::test]
+async fn leases_are_created_by_put_and_need_a_resource_version_to_update() {
+    let (state, _) = start(Config::default()).await;
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/cronshard-bucket-3";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cronshard-bucket-3"}, "spec": {"holderIdentity": "replica-a"}});
+    let (code, _, body) = send(&state, "PUT", path, &[], lease.clone()).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _, body) = send(&state, "PUT", path, &[], lease).await;
+    assert_eq!(code, 422, "an unconditional lease update is refused: {body}");
+    let mut current: Value = serde_json::from_str(&send(&state, "GET", path, &[], Value::Null).await.2).expect("lease");
+    current["spec"]["holderIdentity"] = json!("replica-b");
+    assert_eq!(send(&state, "PUT", path, &[], current).await.0, 200);
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_what_is_in_it() {
+    let (state, _) = start(Config::default()).await;
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}});
+    assert_eq!(send(&state, "POST", "/api/v1/namespaces", &[], ns).await.0, 201);
+    assert_eq!(send(&state, "POST", "/apis/batch/v1/namespaces/team-b/cronjobs", &[], cronjob("cj")).await.0, 201);
+    assert_eq!(send(&state, "DELETE", "/api/v1/namespaces/team-b", &[], Value::Null).await.0, 200);
+    assert!(state.store().get(cronshard_sim::Resource::CronJobs, "team-b", "cj").is_none());
+    assert_eq!(send(&state, "POST", "/apis/batch/v1/namespaces/team-b/cronjobs", &[], cronjob("cj")).await.0, 404);
+}

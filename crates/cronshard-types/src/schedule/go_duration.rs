@@ -90,7 +90,8 @@ pub(super) fn parse(text: &str) -> Result<i64, String> {
                 return Err(invalid());
             }
         }
-        total += value;
+        // Go adds in uint64 and lets 2^63 + 2^63 wrap to 0 before its range check; so do we.
+        total = total.wrapping_add(value);
         if total > LIMIT {
             return Err(invalid());
         }
@@ -127,6 +128,8 @@ mod tests {
             ("10us", 10_000),
             ("3h30m", 12_600_000_000_000),
             ("9223372036854775807ns", i64::MAX),
+            // Go's uint64 sum wraps to zero here and passes its range check.
+            ("9223372036854775808ns9223372036854775808ns", 0),
             ("-9223372036854775808ns", i64::MIN),
         ];
         for (text, nanos) in cases {
