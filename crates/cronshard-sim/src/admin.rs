@@ -133,24 +133,38 @@ async fn set_clock(State(state): State<SimState>, Json(body): Json<SetClock>) ->
 
 /// Bulk load: a JSON array, a `List`, or JSON Lines of objects. No validation, as for
 /// objects stored before a validation rule existed; defaults and metadata are filled in.
+/// JSON Lines are read in chunks, so a 100,000-object seed never sits in memory twice.
 pub(crate) fn load_objects(state: &SimState, body: &[u8]) -> Result<usize, ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| ApiError::BadRequest("body is not UTF-8".into()))?;
     let trimmed = text.trim_start();
-    let objects: Vec<Value> = if trimmed.starts_with('[') {
-        serde_json::from_str(trimmed).map_err(|e| ApiError::BadRequest(format!("invalid JSON array: {e}")))?
-    } else if trimmed.starts_with('{') && serde_json::from_str::<Value>(trimmed).is_ok_and(|v| v.get("items").is_some())
+    if trimmed.starts_with('[') {
+        let objects: Vec<Value> =
+            serde_json::from_str(trimmed).map_err(|e| ApiError::BadRequest(format!("invalid JSON array: {e}")))?;
+        return load_chunk(state, objects, 0);
+    }
+    if trimmed.starts_with('{')
+        && let Ok(list) = serde_json::from_str::<Value>(trimmed)
+        && let Some(items) = list.get("items").and_then(Value::as_array)
     {
-        let list: Value = serde_json::from_str(trimmed).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-        list["items"].as_array().cloned().unwrap_or_default()
-    } else {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .enumerate()
-            .map(|(i, l)| serde_json::from_str(l).map_err(|e| ApiError::BadRequest(format!("line {}: {e}", i + 1))))
-            .collect::<Result<_, _>>()?
-    };
+        return load_chunk(state, items.clone(), 0);
+    }
+    const CHUNK: usize = 2000;
+    let mut loaded = 0;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        chunk.push(serde_json::from_str(line).map_err(|e| ApiError::BadRequest(format!("line {}: {e}", i + 1)))?);
+        if chunk.len() == CHUNK {
+            loaded += load_chunk(state, std::mem::take(&mut chunk), loaded)?;
+        }
+    }
+    Ok(loaded + load_chunk(state, chunk, loaded)?)
+}
+
+/// Loads one batch; `offset` numbers the objects in error messages.
+fn load_chunk(state: &SimState, objects: Vec<Value>, offset: usize) -> Result<usize, ApiError> {
     let mut by_resource: HashMap<Resource, Vec<Value>> = HashMap::new();
     for (i, mut object) in objects.into_iter().enumerate() {
+        let i = offset + i;
         let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
         let kind = object["kind"].as_str().unwrap_or_default().to_owned();
         let resource =
@@ -169,19 +183,19 @@ pub(crate) fn load_objects(state: &SimState, body: &[u8]) -> Result<usize, ApiEr
         resource.apply_defaults(&mut object, &uid);
         by_resource.entry(resource).or_default().push(object);
     }
-    // Namespaces first, so the objects in them have somewhere to live.
     let mut loaded = 0;
-    let mut missing_namespaces: Vec<String> = Vec::new();
     for resource in Resource::ALL {
         let Some(objects) = by_resource.remove(&resource) else { continue };
         if resource.namespaced() {
+            // Objects need their namespace to exist, as they would in a real cluster.
+            let mut missing: Vec<String> = Vec::new();
             for object in &objects {
-                let ns = object["metadata"]["namespace"].as_str().unwrap_or_default().to_owned();
-                if state.store().get(Resource::Namespaces, "", &ns).is_none() && !missing_namespaces.contains(&ns) {
-                    missing_namespaces.push(ns);
+                let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+                if state.store().get(Resource::Namespaces, "", ns).is_none() && !missing.iter().any(|m| m == ns) {
+                    missing.push(ns.to_owned());
                 }
             }
-            let namespaces = std::mem::take(&mut missing_namespaces)
+            let namespaces = missing
                 .into_iter()
                 .map(|ns| {
                     let mut n = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
