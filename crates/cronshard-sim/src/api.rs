@@ -63,21 +63,40 @@ pub(crate) async fn handle(State(state): State<SimState>, request: Request<Body>
     if parts.method == Method::GET && path == "/metrics" {
         return metrics(&state).into_response();
     }
+    let user_agent = header_text(&parts.headers, header::USER_AGENT);
+    // Requests refused before they reach a handler are audited too, under what is known.
+    let refuse = |user: &str, verb: &str, resource: &str, e: ApiError| {
+        let response = e.into_response();
+        state.0.audit.record(AuditRecord {
+            seq: 0,
+            time: audit_time(&state),
+            user: user.to_owned(),
+            user_agent: user_agent.clone(),
+            verb: verb.to_owned(),
+            resource: resource.to_owned(),
+            namespace: String::new(),
+            name: path.clone(),
+            code: response.status().as_u16(),
+            resource_version: None,
+            bucket: None,
+        });
+        response
+    };
+    let method = parts.method.as_str().to_lowercase();
     let target = match request::parse_path(&path) {
-        None => return ApiError::PathNotFound.into_response(),
-        Some(Err(e)) => return e.into_response(),
+        None => return refuse("", &method, "", ApiError::PathNotFound),
+        Some(Err(e)) => return refuse("", &method, "", e),
         Some(Ok(t)) => t,
     };
     let query: HashMap<String, String> =
         Query::try_from_uri(&parts.uri).map(|q: Query<HashMap<String, String>>| q.0).unwrap_or_default();
-    let user_agent = header_text(&parts.headers, header::USER_AGENT);
-    let verb = match verb(&parts.method, &target, &query) {
-        Ok(v) => v,
-        Err(e) => return e.into_response(),
-    };
     let user = match authenticate(&state, &parts.headers) {
         Ok(u) => u,
-        Err(e) => return e.into_response(),
+        Err(e) => return refuse("", &method, target.resource.plural(), e),
+    };
+    let verb = match verb(&parts.method, &target, &query) {
+        Ok(v) => v,
+        Err(e) => return refuse(&user.name, &method, target.resource.plural(), e),
     };
     let outcome = match serve(&state, &user, verb, &target, &query, &parts.headers, body).await {
         Ok(o) => o,
@@ -219,7 +238,7 @@ fn record(state: &SimState, user: &User, user_agent: &str, verb: &str, target: &
     let object = outcome.object.as_deref();
     shared.audit.record(AuditRecord {
         seq: 0,
-        time: shared.store.clock().now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        time: audit_time(state),
         user: user.name.clone(),
         user_agent: user_agent.to_owned(),
         verb: verb.to_owned(),
@@ -230,6 +249,11 @@ fn record(state: &SimState, user: &User, user_agent: &str, verb: &str, target: &
         resource_version: object.map(|o| o.rv.to_string()),
         bucket: object.and_then(|o| o.labels.get(BUCKET_LABEL).cloned()),
     });
+}
+
+/// Server time (with the clock offset), RFC 3339 in UTC with milliseconds.
+fn audit_time(state: &SimState) -> String {
+    state.store().clock().now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 fn metrics(state: &SimState) -> impl IntoResponse {

@@ -349,3 +349,12 @@ async fn deleting_a_namespace_deletes_what_is_in_it() {
     assert!(state.store().get(cronshard_sim::Resource::CronJobs, "team-b", "cj").is_none());
     assert_eq!(send(&state, "POST", "/apis/batch/v1/namespaces/team-b/cronjobs", &[], cronjob("cj")).await.0, 404);
 }
+
+#[tokio::test]
+async fn requests_refused_before_a_handler_are_audited_too() {
+    let (state, _) = start(Config { allow_anonymous: false, ..Config::default() }).await;
+    assert_eq!(send(&state, "GET", CRONJOBS, &[], Value::Null).await.0, 401);
+    assert_eq!(send(&state, "GET", "/apis/nothing/v9/things", &[], Value::Null).await.0, 404);
+    let codes: Vec<u16> = state.0.audit.since(0).iter().map(|r| r.code).collect();
+    assert_eq!(codes, [401, 404]);
+}

@@ -1,0 +1,450 @@
+//! One test per rule of shared/spec/cronjob-semantics.md, FIXes included, with time passed
+//! in and the cluster replaced by an in-memory [`Jobs`].
+
+use std::collections::BTreeMap;
+
+use cronshard_types::Timestamp;
+use cronshard_worker::*;
+
+/// Jobs in memory, with scripted failures, recording every call.
+#[derive(Default)]
+struct FakeJobs {
+    live: BTreeMap<String, ChildJob>,
+    calls: Vec<String>,
+    fail_get: bool,
+    fail_delete: bool,
+    fail_create: bool,
+    reject_create: bool,
+    created_at: Option<Timestamp>,
+}
+
+impl Jobs for FakeJobs {
+    type Error = String;
+
+    async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, String> {
+        self.calls.push(format!("get {name}"));
+        if self.fail_get {
+            return Err("etcdserver: request timed out".into());
+        }
+        Ok(self.live.get(name).cloned())
+    }
+
+    async fn delete(&mut self, name: &str) -> Result<(), String> {
+        self.calls.push(format!("delete {name}"));
+        if self.fail_delete {
+            return Err("etcdserver: request timed out".into());
+        }
+        self.live.remove(name);
+        Ok(())
+    }
+
+    async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, String> {
+        self.calls.push(format!("create {}", request.name));
+        if self.fail_create {
+            return Err("etcdserver: request timed out".into());
+        }
+        if self.reject_create {
+            return Ok(CreateResult::Rejected(
+                "Job.batch is invalid: metadata.name: must be no more than 63 characters".into(),
+            ));
+        }
+        if self.live.contains_key(&request.name) {
+            return Ok(CreateResult::AlreadyExists);
+        }
+        let job = ChildJob {
+            name: request.name.clone(),
+            uid: format!("uid-{}", request.name),
+            resource_version: "100".into(),
+            controller_uid: Some("cj-uid".into()),
+            creation_timestamp: self.created_at.unwrap_or(request.scheduled),
+            start_time: None,
+            completion_time: None,
+            finished: None,
+        };
+        self.live.insert(job.name.clone(), job.clone());
+        Ok(CreateResult::Created(job))
+    }
+}
+
+fn t(s: &str) -> Timestamp {
+    s.parse().expect("timestamp")
+}
+
+fn cronjob(schedule: &str) -> CronJobState {
+    CronJobState {
+        namespace: "default".into(),
+        name: "nightly".into(),
+        uid: "cj-uid".into(),
+        creation_timestamp: t("2026-11-30T08:00:00Z"),
+        deleting: false,
+        spec: CronJobSpec {
+            schedule: schedule.into(),
+            successful_jobs_history_limit: Some(3),
+            failed_jobs_history_limit: Some(1),
+            ..CronJobSpec::default()
+        },
+        status: CronJobStatus::default(),
+    }
+}
+
+fn job(name: &str, finished: Option<Finished>, start: Option<&str>) -> ChildJob {
+    ChildJob {
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        resource_version: "7".into(),
+        controller_uid: Some("cj-uid".into()),
+        creation_timestamp: t("2026-11-30T08:00:00Z"),
+        start_time: start.map(t),
+        completion_time: finished.filter(|f| *f == Finished::Complete).and(start.map(t)),
+        finished,
+    }
+}
+
+fn active(job: &ChildJob) -> JobRef {
+    JobRef { name: job.name.clone(), uid: job.uid.clone(), resource_version: job.resource_version.clone() }
+}
+
+fn reasons(outcome: &Outcome) -> Vec<&'static str> {
+    outcome.events.iter().map(|e| e.reason).collect()
+}
+
+async fn run(cj: &CronJobState, children: &[ChildJob], now: &str, jobs: &mut FakeJobs) -> Outcome {
+    sync(cj, children, t(now), jobs).await
+}
+
+/// `<name>-<unix minutes>` of an RFC 3339 time.
+fn name_at(cj: &str, at: &str) -> String {
+    format!("{cj}-{}", t(at).as_second() / 60)
+}
+
+#[tokio::test]
+async fn a_due_run_is_created_with_its_deterministic_name_and_recorded() {
+    let cj = cronjob("*/5 * * * *");
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:05:00.3Z", &mut jobs).await;
+    let name = name_at("nightly", "2026-11-30T08:05:00Z");
+    assert_eq!(jobs.calls, [format!("create {name}")]);
+    assert_eq!(reasons(&out), ["SuccessfulCreate"]);
+    assert_eq!(out.events[0].message, format!("Created job {name}"));
+    assert!(out.status_changed);
+    assert_eq!(out.status.last_schedule_time, Some(t("2026-11-30T08:05:00Z")));
+    assert_eq!(out.status.active.iter().map(|r| r.name.clone()).collect::<Vec<_>>(), [name]);
+    assert_eq!(out.created.as_ref().map(|(_, at)| *at), Some(t("2026-11-30T08:05:00Z")));
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:10:00.1Z")));
+}
+
+#[tokio::test]
+async fn nothing_is_due_before_the_first_fire_time() {
+    let cj = cronjob("*/5 * * * *");
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:04:59Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty() && out.events.is_empty() && !out.status_changed);
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:05:00.1Z")));
+}
+
+#[tokio::test]
+async fn only_the_latest_missed_run_starts_and_more_than_100_missed_warns() {
+    let cj = cronjob("* * * * *");
+    let mut jobs = FakeJobs::default();
+    // Down for three hours: 180 missed minutes, only 11:00 runs.
+    let out = run(&cj, &[], "2026-11-30T11:00:30Z", &mut jobs).await;
+    assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T11:00:00Z"))]);
+    assert_eq!(reasons(&out), ["TooManyMissedTimes", "SuccessfulCreate"]);
+    assert_eq!(out.events[0].kind, EventType::Warning);
+    // Ninety missed minutes do not warn.
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T09:30:30Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["SuccessfulCreate"]);
+}
+
+#[tokio::test]
+async fn starting_deadline_seconds_skips_runs_outside_the_window() {
+    let mut cj = cronjob("0 * * * *");
+    cj.spec.starting_deadline_seconds = Some(60);
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T09:02:00Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty(), "09:00 is more than 60 s ago");
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T10:00:00.1Z")));
+    let out = run(&cj, &[], "2026-11-30T09:00:59Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["SuccessfulCreate"]);
+}
+
+#[tokio::test]
+async fn time_zones_decide_the_run_and_the_annotation() {
+    let mut cj = cronjob("30 9 * * *");
+    cj.spec.time_zone = Some("Asia/Tokyo".into());
+    struct Capture(FakeJobs, Option<JobRequest>);
+    impl Jobs for Capture {
+        type Error = String;
+        async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, String> {
+            self.0.get(name).await
+        }
+        async fn delete(&mut self, name: &str) -> Result<(), String> {
+            self.0.delete(name).await
+        }
+        async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, String> {
+            self.1 = Some(request.clone());
+            self.0.create(request).await
+        }
+    }
+    let mut capture = Capture(FakeJobs::default(), None);
+    cj.creation_timestamp = t("2026-11-29T00:00:00Z");
+    // 09:30 in Tokyo is 00:30 UTC.
+    sync(&cj, &[], t("2026-11-30T00:30:10Z"), &mut capture).await;
+    let request = capture.1.expect("created");
+    assert_eq!(request.scheduled, t("2026-11-30T00:30:00Z"));
+    assert_eq!(request.scheduled_timestamp, "2026-11-30T09:30:00+09:00");
+}
+
+#[tokio::test]
+async fn suspend_stops_new_runs_but_not_status_or_history_work() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.suspend = true;
+    let done = job("nightly-1", Some(Finished::Complete), Some("2026-11-30T08:00:00Z"));
+    cj.status.active = vec![active(&done)];
+    cj.spec.successful_jobs_history_limit = Some(0);
+    let mut jobs = FakeJobs::default();
+    jobs.live.insert(done.name.clone(), done.clone());
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:00:00Z"));
+    let out = run(&cj, &[done], "2026-11-30T09:00:00Z", &mut jobs).await;
+    assert!(!jobs.calls.iter().any(|c| c.starts_with("create")));
+    assert_eq!(reasons(&out), ["SawCompletedJob", "SuccessfulDelete"]);
+    assert!(out.status.active.is_empty() && out.status_changed);
+    assert_eq!(out.requeue_at, None);
+}
+
+#[tokio::test]
+async fn forbid_waits_and_does_not_advance_last_schedule_time() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.concurrency_policy = ConcurrencyPolicy::Forbid;
+    let running = job("nightly-old", None, Some("2026-11-30T08:00:00Z"));
+    cj.status.active = vec![active(&running)];
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, std::slice::from_ref(&running), "2026-11-30T08:05:10Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["JobAlreadyActive"]);
+    assert!(out.status.last_schedule_time.is_none() && !out.status_changed);
+    // The blocker finishes inside the window: the same due time fires at once.
+    let finished = ChildJob { finished: Some(Finished::Failed), ..running };
+    let out = run(&cj, &[finished], "2026-11-30T08:06:00Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["SawCompletedJob", "SuccessfulCreate"]);
+    assert_eq!(out.status.last_schedule_time, Some(t("2026-11-30T08:05:00Z")));
+}
+
+#[tokio::test]
+async fn allow_runs_alongside_active_jobs() {
+    let mut cj = cronjob("*/5 * * * *");
+    let running = job("nightly-old", None, Some("2026-11-30T08:00:00Z"));
+    cj.status.active = vec![active(&running)];
+    let out = run(&cj, &[running], "2026-11-30T08:05:10Z", &mut FakeJobs::default()).await;
+    assert_eq!(reasons(&out), ["SuccessfulCreate"]);
+    assert_eq!(out.status.active.len(), 2);
+}
+
+#[tokio::test]
+async fn replace_deletes_the_running_job_then_creates() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.concurrency_policy = ConcurrencyPolicy::Replace;
+    let running = job("nightly-old", None, Some("2026-11-30T08:00:00Z"));
+    cj.status.active = vec![active(&running)];
+    let mut jobs = FakeJobs::default();
+    jobs.live.insert(running.name.clone(), running.clone());
+    let out = run(&cj, std::slice::from_ref(&running), "2026-11-30T08:05:10Z", &mut jobs).await;
+    let name = name_at("nightly", "2026-11-30T08:05:00Z");
+    assert_eq!(jobs.calls, ["get nightly-old".to_owned(), "delete nightly-old".into(), format!("create {name}")]);
+    assert_eq!(reasons(&out), ["SuccessfulDelete", "SuccessfulCreate"]);
+    assert_eq!(out.status.active.iter().map(|r| r.name.clone()).collect::<Vec<_>>(), [name]);
+
+    // A failed delete means no create.
+    let mut failing = FakeJobs { fail_delete: true, ..FakeJobs::default() };
+    failing.live.insert(running.name.clone(), running.clone());
+    let out = run(&cj, std::slice::from_ref(&running), "2026-11-30T08:05:10Z", &mut failing).await;
+    assert_eq!(reasons(&out), ["FailedDelete"]);
+    assert!(!failing.calls.iter().any(|c| c.starts_with("create")) && out.error.is_some());
+
+    // A failed get too.
+    let mut failing = FakeJobs { fail_get: true, ..FakeJobs::default() };
+    let out = run(&cj, &[running], "2026-11-30T08:05:10Z", &mut failing).await;
+    assert_eq!(reasons(&out), ["FailedGet"]);
+    assert!(out.error.is_some());
+}
+
+#[tokio::test]
+async fn a_due_time_already_handled_is_not_started_again() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:05:00Z"));
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:05:30Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty());
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:10:00.1Z")));
+    // Or its Job is in status.active under the computed name.
+    let mut cj = cronjob("*/5 * * * *");
+    let mine = job(&name_at("nightly", "2026-11-30T08:05:00Z"), None, None);
+    cj.status.active = vec![active(&mine)];
+    let out = run(&cj, &[mine], "2026-11-30T08:05:30Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty() && out.events.is_empty());
+}
+
+#[tokio::test]
+async fn already_exists_repairs_status_when_the_job_is_ours() {
+    let cj = cronjob("*/5 * * * *");
+    let name = name_at("nightly", "2026-11-30T08:05:00Z");
+    let mut jobs = FakeJobs::default();
+    // Created before a crash, status never written; not yet in the cache.
+    jobs.live.insert(name.clone(), job(&name, None, None));
+    let out = run(&cj, &[], "2026-11-30T08:05:10Z", &mut jobs).await;
+    assert_eq!(jobs.calls, [format!("create {name}"), format!("get {name}")]);
+    assert!(out.events.is_empty(), "no SuccessfulCreate for a Job this sync did not create");
+    assert_eq!(out.status.active.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), [name.as_str()]);
+    assert_eq!(out.status.last_schedule_time, Some(t("2026-11-30T08:05:00Z")));
+    assert!(out.created.is_none() && out.error.is_none());
+}
+
+#[tokio::test]
+async fn already_exists_owned_by_someone_else_warns_and_retries() {
+    let cj = cronjob("*/5 * * * *");
+    let name = name_at("nightly", "2026-11-30T08:05:00Z");
+    let mut jobs = FakeJobs::default();
+    jobs.live.insert(name.clone(), ChildJob { controller_uid: Some("someone-else".into()), ..job(&name, None, None) });
+    let out = run(&cj, &[], "2026-11-30T08:05:10Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["FailedCreate"]);
+    assert!(out.events[0].message.contains("not controlled by this CronJob"));
+    assert!(out.error.is_some(), "FIX: requeued with backoff instead of dropped");
+    assert!(out.status.active.is_empty() && out.status.last_schedule_time.is_none());
+}
+
+#[tokio::test]
+async fn children_are_reconciled_against_status_active() {
+    let mut cj = cronjob("0 0 1 1 *");
+    let done = job("nightly-a", Some(Finished::Complete), Some("2026-11-30T08:01:00Z"));
+    let stray = job("nightly-b", None, None);
+    let gone = job("nightly-c", None, None);
+    let slow_cache = job("nightly-d", None, None);
+    cj.status.active = vec![active(&done), active(&gone), active(&slow_cache)];
+    let mut jobs = FakeJobs::default();
+    jobs.live.insert(slow_cache.name.clone(), slow_cache.clone());
+    let out = run(&cj, &[done, stray], "2026-11-30T09:00:00Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["SawCompletedJob", "UnexpectedJob", "MissingJob"]);
+    assert_eq!(out.events[0].message, "Saw completed job: nightly-a, condition: Complete");
+    assert_eq!(out.events[2].message, "Active job went missing: nightly-c");
+    let names: Vec<_> = out.status.active.iter().map(|r| r.name.clone()).collect();
+    assert_eq!(names, ["nightly-d"], "the stray is not adopted; the one the cache missed stays");
+    assert_eq!(out.status.last_successful_time, Some(t("2026-11-30T08:01:00Z")));
+}
+
+#[tokio::test]
+async fn history_limits_delete_the_oldest_by_start_time() {
+    let mut cj = cronjob("0 0 1 1 *");
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:00:00Z"));
+    let ok = |n: &str, start: Option<&str>| job(n, Some(Finished::Complete), start);
+    let children = vec![
+        ok("nightly-e", Some("2026-11-30T05:00:00Z")),
+        ok("nightly-b", Some("2026-11-30T02:00:00Z")),
+        ok("nightly-x", None),
+        ok("nightly-a2", Some("2026-11-30T01:00:00Z")),
+        ok("nightly-a1", Some("2026-11-30T01:00:00Z")),
+        job("nightly-f1", Some(Finished::Failed), Some("2026-11-30T03:00:00Z")),
+        job("nightly-f2", Some(Finished::Failed), Some("2026-11-30T04:00:00Z")),
+    ];
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &children, "2026-11-30T09:00:00Z", &mut jobs).await;
+    // Five successes, limit 3: the two oldest (equal start times, by name). Two failures,
+    // limit 1: the older one.
+    assert_eq!(jobs.calls, ["delete nightly-a1", "delete nightly-a2", "delete nightly-f1"]);
+    assert_eq!(reasons(&out), ["SuccessfulDelete"; 3]);
+    // Limit 0 deletes every one of that kind; unset start times go last.
+    cj.spec.successful_jobs_history_limit = Some(4);
+    cj.spec.failed_jobs_history_limit = Some(0);
+    let mut jobs = FakeJobs::default();
+    run(&cj, &children, "2026-11-30T09:00:00Z", &mut jobs).await;
+    assert_eq!(jobs.calls, ["delete nightly-a1", "delete nightly-f1", "delete nightly-f2"]);
+    let mut many = children.clone();
+    many.push(ok("nightly-y", None));
+    cj.spec.successful_jobs_history_limit = Some(5);
+    let mut jobs = FakeJobs::default();
+    run(&cj, &many, "2026-11-30T09:00:00Z", &mut jobs).await;
+    assert!(
+        jobs.calls.contains(&"delete nightly-a1".to_owned())
+            && !jobs.calls.iter().any(|c| c.ends_with("-x") || c.ends_with("-y"))
+    );
+}
+
+#[tokio::test]
+async fn fix_the_job_of_an_unrecorded_run_is_never_deleted_by_history_cleanup() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.successful_jobs_history_limit = Some(0);
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:00:00Z"));
+    // Created for 08:05 and already finished, but the status write was lost.
+    let name = name_at("nightly", "2026-11-30T08:05:00Z");
+    let fast = job(&name, Some(Finished::Complete), Some("2026-11-30T08:05:01Z"));
+    let older =
+        job(&name_at("nightly", "2026-11-30T08:00:00Z"), Some(Finished::Complete), Some("2026-11-30T08:00:01Z"));
+    let mut jobs = FakeJobs::default();
+    jobs.live.insert(name.clone(), fast.clone());
+    let out = run(&cj, &[fast, older.clone()], "2026-11-30T08:05:30Z", &mut jobs).await;
+    assert_eq!(jobs.calls[0], format!("delete {}", older.name), "recorded runs are cleaned up");
+    assert!(!jobs.calls.contains(&format!("delete {name}")));
+    // The create finds the Job and records the run instead of starting it twice.
+    assert_eq!(jobs.calls[1..], [format!("create {name}"), format!("get {name}")]);
+    assert_eq!(out.status.last_schedule_time, Some(t("2026-11-30T08:05:00Z")));
+}
+
+#[tokio::test]
+async fn a_cronjob_being_deleted_only_gets_its_status_reconciled() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.deleting = true;
+    cj.spec.successful_jobs_history_limit = Some(0);
+    let done = job("nightly-1", Some(Finished::Complete), Some("2026-11-30T08:00:00Z"));
+    cj.status.active = vec![active(&done)];
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[done], "2026-11-30T09:00:00Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty(), "no deletes, no creates");
+    assert_eq!(reasons(&out), ["SawCompletedJob"]);
+    assert!(out.status.active.is_empty());
+}
+
+#[tokio::test]
+async fn invalid_cronjobs_warn_and_stop() {
+    let cases = [
+        ("61 * * * *", None, "UnparseableSchedule", Invalid::UnparseableSchedule),
+        ("* * * * *", Some("Mars/Olympus"), "UnknownTimeZone", Invalid::UnknownTimeZone),
+        ("0 0 30 2 *", None, "InvalidSchedule", Invalid::InvalidSchedule),
+    ];
+    for (schedule, zone, reason, invalid) in cases {
+        let mut cj = cronjob(schedule);
+        cj.spec.time_zone = zone.map(str::to_owned);
+        let mut jobs = FakeJobs::default();
+        let out = run(&cj, &[], "2026-11-30T09:00:00Z", &mut jobs).await;
+        assert_eq!(reasons(&out), [reason], "{schedule}");
+        assert_eq!(out.events[0].kind, EventType::Warning);
+        assert_eq!((out.invalid, out.requeue_at, out.error.clone()), (Some(invalid), None, None), "{schedule}");
+        assert!(jobs.calls.is_empty());
+    }
+    let out = run(&cronjob("61 * * * *"), &[], "2026-11-30T09:00:00Z", &mut FakeJobs::default()).await;
+    assert_eq!(
+        out.events[0].message,
+        "unparseable schedule: \"61 * * * *\" : invalid minute field \"61\": end of range (61) above maximum (59)"
+    );
+}
+
+#[tokio::test]
+async fn a_zone_inside_the_schedule_still_runs_but_warns_every_sync() {
+    let cj = cronjob("CRON_TZ=Asia/Tokyo 30 17 * * *");
+    let out = run(&cj, &[], "2026-11-30T08:30:20Z", &mut FakeJobs::default()).await;
+    assert_eq!(reasons(&out), ["UnsupportedSchedule", "SuccessfulCreate"]);
+}
+
+#[tokio::test]
+async fn rejected_creates_warn_without_a_retry_storm() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.name = "n".repeat(52);
+    let mut jobs = FakeJobs { reject_create: true, ..FakeJobs::default() };
+    let out = run(&cj, &[], "2026-11-30T08:05:10Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["FailedCreate"]);
+    assert_eq!(out.error, None, "no backoff retries");
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:10:00.1Z")), "tried again at the next run");
+    // A transient failure is retried with backoff.
+    let mut jobs = FakeJobs { fail_create: true, ..FakeJobs::default() };
+    let out = run(&cronjob("*/5 * * * *"), &[], "2026-11-30T08:05:10Z", &mut jobs).await;
+    assert_eq!(reasons(&out), ["FailedCreate"]);
+    assert!(out.error.is_some() && !out.status_changed);
+}
