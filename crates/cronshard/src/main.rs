@@ -1,5 +1,6 @@
 //! The `cronshard` binary: command-line entry point.
 
+mod run_cmd;
 mod schedule_cmd;
 mod sim_cmd;
 
@@ -22,6 +23,8 @@ enum Command {
     Schedule(schedule_cmd::ScheduleCommand),
     /// Run the simulated Kubernetes API server (for tests, benchmarks and demos).
     Sim(Box<sim_cmd::SimArgs>),
+    /// Run the controller (this release: one replica owning every bucket).
+    Run(Box<run_cmd::RunArgs>),
 }
 
 fn main() -> ExitCode {
@@ -37,5 +40,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
         Command::Sim(args) => sim_cmd::run(*args),
+        Command::Run(args) => run_cmd::run(*args),
     }
 }

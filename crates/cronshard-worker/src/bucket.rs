@@ -1,0 +1,407 @@
+//! One bucket's worker: label-selected watches of its CronJobs and Jobs (initial lists from
+//! the watch cache), an owner-uid index of Jobs, one timer queue of next sync times, and the
+//! syncs themselves. Nothing here walks all CronJobs or all Jobs of a namespace.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cronshard_types::Timestamp;
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+
+use crate::context::Context;
+use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
+use crate::kube_jobs::KubeJobs;
+use crate::limiter::Priority;
+use crate::metrics::{ObjectLabels, ReasonLabels};
+use crate::sync::{EventType, Outcome, sync};
+
+/// Longest backoff after repeated transient failures of one CronJob.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// Timers are re-checked at least this often, so a jump of the (test) clock is noticed.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+struct Worker {
+    ctx: Arc<Context>,
+    bucket: u32,
+    cronjobs: HashMap<String, Arc<CronJob>>,
+    uid_to_key: HashMap<String, String>,
+    jobs: HashMap<String, Arc<Job>>,
+    /// CronJob uid -> uids of the Jobs it controls.
+    owned: HashMap<String, HashSet<String>>,
+    timers: BinaryHeap<Reverse<(Timestamp, String)>>,
+    scheduled: HashMap<String, Timestamp>,
+    failures: HashMap<String, u32>,
+    cronjobs_listed: bool,
+    jobs_listed: bool,
+    init_cronjobs: Option<HashMap<String, Arc<CronJob>>>,
+    init_jobs: Option<HashMap<String, Arc<Job>>>,
+}
+
+/// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
+pub async fn run(
+    ctx: Arc<Context>,
+    bucket: u32,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    ready: Arc<AtomicUsize>,
+) {
+    let selector = ctx.bucket_selector(bucket);
+    let config = watcher::Config::default().labels(&selector).any_semantic();
+    let mut cronjob_events = watcher(Api::<CronJob>::all(ctx.client.clone()), config.clone()).default_backoff().boxed();
+    let mut job_events = watcher(Api::<Job>::all(ctx.client.clone()), config).default_backoff().boxed();
+    let mut w = Worker {
+        ctx: ctx.clone(),
+        bucket,
+        cronjobs: HashMap::new(),
+        uid_to_key: HashMap::new(),
+        jobs: HashMap::new(),
+        owned: HashMap::new(),
+        timers: BinaryHeap::new(),
+        scheduled: HashMap::new(),
+        failures: HashMap::new(),
+        cronjobs_listed: false,
+        jobs_listed: false,
+        init_cronjobs: None,
+        init_jobs: None,
+    };
+    let mut counted_ready = false;
+    loop {
+        let sleep = w.next_wake();
+        tokio::select! {
+            _ = stop.changed() => {
+                if *stop.borrow() {
+                    break;
+                }
+            }
+            event = cronjob_events.next() => match event {
+                Some(Ok(event)) => w.on_cronjob(event),
+                Some(Err(e)) => tracing::warn!(bucket, error = %e, "CronJob watch failed; retrying"),
+                None => break,
+            },
+            event = job_events.next() => match event {
+                Some(Ok(event)) => w.on_job(event),
+                Some(Err(e)) => tracing::warn!(bucket, error = %e, "Job watch failed; retrying"),
+                None => break,
+            },
+            _ = tokio::time::sleep(sleep) => w.run_due().await,
+            _ = ctx.clock.changed() => {}
+        }
+        if !counted_ready && w.cronjobs_listed && w.jobs_listed {
+            counted_ready = true;
+            ready.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    if counted_ready {
+        ready.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Worker {
+    fn next_wake(&self) -> Duration {
+        match self.timers.peek() {
+            Some(Reverse((at, _))) => self.ctx.clock.until(*at).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        }
+    }
+
+    /// Syncs `key` at `at`, unless it is already due earlier.
+    fn schedule(&mut self, key: &str, at: Timestamp) {
+        if self.scheduled.get(key).is_some_and(|t| *t <= at) {
+            return;
+        }
+        self.scheduled.insert(key.to_owned(), at);
+        self.timers.push(Reverse((at, key.to_owned())));
+        self.ctx.metrics.queue_depth.set(self.scheduled.len() as i64);
+    }
+
+    fn ready(&self) -> bool {
+        self.cronjobs_listed && self.jobs_listed
+    }
+
+    fn count(&self) {
+        let bucket = self.bucket.to_string();
+        let gauge = |kind: &str| {
+            self.ctx.metrics.objects.get_or_create(&ObjectLabels { kind: kind.into(), bucket: bucket.clone() }).clone()
+        };
+        gauge("CronJob").set(self.cronjobs.len() as i64);
+        gauge("Job").set(self.jobs.len() as i64);
+    }
+
+    fn insert_cronjob(&mut self, cj: CronJob) {
+        let k = key(&cj.metadata);
+        if let Some(uid) = &cj.metadata.uid {
+            self.uid_to_key.insert(uid.clone(), k.clone());
+        }
+        self.cronjobs.insert(k.clone(), Arc::new(cj));
+        if self.ready() {
+            let now = self.ctx.clock.now();
+            self.schedule(&k, now);
+        }
+    }
+
+    fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
+        match event {
+            watcher::Event::Init => self.init_cronjobs = Some(HashMap::new()),
+            watcher::Event::InitApply(cj) => {
+                if let Some(buffer) = self.init_cronjobs.as_mut() {
+                    buffer.insert(key(&cj.metadata), Arc::new(cj));
+                }
+            }
+            watcher::Event::InitDone => {
+                let fresh = self.init_cronjobs.take().unwrap_or_default();
+                self.cronjobs.clear();
+                self.uid_to_key.clear();
+                for cj in fresh.into_values() {
+                    self.insert_cronjob(Arc::unwrap_or_clone(cj));
+                }
+                self.cronjobs_listed = true;
+                self.schedule_all();
+            }
+            watcher::Event::Apply(cj) => self.insert_cronjob(cj),
+            // Leaving the selector (relabelled, or the migration selector) is not a deletion:
+            // stop working on it, never act destructively.
+            watcher::Event::Delete(cj) => {
+                let k = key(&cj.metadata);
+                self.cronjobs.remove(&k);
+                self.scheduled.remove(&k);
+                if let Some(uid) = &cj.metadata.uid {
+                    self.uid_to_key.remove(uid);
+                }
+            }
+        }
+        self.count();
+    }
+
+    fn index_job(&mut self, job: Arc<Job>) {
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        if let Some(owner) = controller_uid(&job.metadata) {
+            self.owned.entry(owner.clone()).or_default().insert(uid.clone());
+            if self.ready()
+                && let Some(k) = self.uid_to_key.get(&owner).cloned()
+            {
+                let now = self.ctx.clock.now();
+                self.schedule(&k, now);
+            }
+        }
+        self.jobs.insert(uid, job);
+    }
+
+    fn on_job(&mut self, event: watcher::Event<Job>) {
+        match event {
+            watcher::Event::Init => self.init_jobs = Some(HashMap::new()),
+            watcher::Event::InitApply(job) => {
+                if let Some(buffer) = self.init_jobs.as_mut() {
+                    buffer.insert(job.metadata.uid.clone().unwrap_or_default(), Arc::new(job));
+                }
+            }
+            watcher::Event::InitDone => {
+                let fresh = self.init_jobs.take().unwrap_or_default();
+                self.jobs.clear();
+                self.owned.clear();
+                for job in fresh.into_values() {
+                    self.index_job(job);
+                }
+                self.jobs_listed = true;
+                self.schedule_all();
+            }
+            watcher::Event::Apply(job) => self.index_job(Arc::new(job)),
+            watcher::Event::Delete(job) => {
+                let uid = job.metadata.uid.clone().unwrap_or_default();
+                self.jobs.remove(&uid);
+                if let Some(owner) = controller_uid(&job.metadata) {
+                    if let Some(set) = self.owned.get_mut(&owner) {
+                        set.remove(&uid);
+                        if set.is_empty() {
+                            self.owned.remove(&owner);
+                        }
+                    }
+                    if let Some(k) = self.uid_to_key.get(&owner).cloned() {
+                        let now = self.ctx.clock.now();
+                        self.schedule(&k, now);
+                    }
+                }
+            }
+        }
+        self.count();
+    }
+
+    fn schedule_all(&mut self) {
+        if !self.ready() {
+            return;
+        }
+        let now = self.ctx.clock.now();
+        let keys: Vec<String> = self.cronjobs.keys().cloned().collect();
+        for k in keys {
+            self.schedule(&k, now);
+        }
+    }
+
+    async fn run_due(&mut self) {
+        let now = self.ctx.clock.now();
+        while let Some(Reverse((at, _))) = self.timers.peek() {
+            if *at > now {
+                break;
+            }
+            let Some(Reverse((at, k))) = self.timers.pop() else { break };
+            // A stale entry: the key was rescheduled or forgotten since.
+            if self.scheduled.get(&k) != Some(&at) {
+                continue;
+            }
+            self.scheduled.remove(&k);
+            self.sync_one(&k).await;
+        }
+        self.ctx.metrics.queue_depth.set(self.scheduled.len() as i64);
+    }
+
+    async fn sync_one(&mut self, k: &str) {
+        let Some(cj) = self.cronjobs.get(k).cloned() else { return };
+        let Some(state) = cronjob_state(&cj) else { return };
+        let children: Vec<_> = self
+            .owned
+            .get(&state.uid)
+            .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).map(|j| child_job(j)).collect())
+            .unwrap_or_default();
+        let ctx = self.ctx.clone();
+        let mut io = KubeJobs {
+            ctx: &ctx,
+            api: Api::namespaced(ctx.client.clone(), &state.namespace),
+            cronjob: &cj,
+            bucket: self.bucket,
+            active: state.status.active.iter().map(|r| r.name.clone()).collect(),
+        };
+        let span = tracing::info_span!("reconcile", cronjob = %k, bucket = self.bucket);
+        let _guard = span.enter();
+        let now = ctx.clock.now();
+        let outcome = sync(&state, &children, now, &mut io).await;
+        drop(io);
+        self.record(&cj, &state, &outcome);
+        let mut failed = outcome.error.clone();
+        if outcome.status_changed
+            && let Err(e) = self.write_status(&cj, &outcome).await
+        {
+            failed = Some(e);
+        }
+        match failed {
+            Some(error) => {
+                let n = self.failures.entry(k.to_owned()).or_insert(0);
+                *n += 1;
+                let delay = Duration::from_secs(1u64 << (*n).min(9)).min(MAX_BACKOFF);
+                tracing::warn!(cronjob = %k, %error, retry_in = ?delay, "sync failed");
+                ctx.metrics.sync_errors.inc();
+                let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
+                self.schedule(k, at);
+            }
+            None => {
+                self.failures.remove(k);
+                if let Some(at) = outcome.requeue_at {
+                    self.schedule(k, at);
+                }
+            }
+        }
+    }
+
+    /// Metrics and Events for one sync; Events go out in the background, at low priority.
+    fn record(&self, cj: &Arc<CronJob>, state: &crate::sync::CronJobState, outcome: &Outcome) {
+        let m = &self.ctx.metrics;
+        if let Some((job, scheduled)) = &outcome.created {
+            let skew = job.creation_timestamp.duration_since(*scheduled).as_secs_f64().max(0.0);
+            m.skew.observe(skew);
+            m.upstream_skew.observe(skew);
+            m.fires.inc();
+        } else if outcome.status_changed && outcome.status.last_schedule_time != state.status.last_schedule_time {
+            m.duplicates_avoided.inc();
+        }
+        for event in &outcome.events {
+            if matches!(event.reason, "MissSchedule" | "TooManyMissedTimes") {
+                m.missed.get_or_create(&ReasonLabels { reason: event.reason.into() }).inc();
+            }
+        }
+        if let Some(invalid) = outcome.invalid {
+            m.invalid.get_or_create(&ReasonLabels { reason: format!("{invalid:?}") }).inc();
+        }
+        if outcome.events.is_empty() {
+            return;
+        }
+        let ctx = self.ctx.clone();
+        let reference = kube::Resource::object_ref(cj.as_ref(), &());
+        let events = outcome.events.clone();
+        tokio::spawn(async move {
+            for event in events {
+                ctx.limiter.acquire(Priority::Background).await;
+                let published = kube::runtime::events::Event {
+                    type_: match event.kind {
+                        EventType::Normal => kube::runtime::events::EventType::Normal,
+                        EventType::Warning => kube::runtime::events::EventType::Warning,
+                    },
+                    reason: event.reason.to_owned(),
+                    note: Some(event.message),
+                    action: "Sync".into(),
+                    secondary: None,
+                };
+                let result = ctx.recorder.publish(&published, &reference).await;
+                ctx.metrics.request("event", if result.is_ok() { 201 } else { 500 });
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "could not record an Event");
+                }
+            }
+        });
+    }
+
+    /// One status write with the object's resourceVersion; a 409 re-reads the object and
+    /// syncs again from the fresh copy.
+    async fn write_status(&mut self, cj: &Arc<CronJob>, outcome: &Outcome) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let namespace = cj.metadata.namespace.clone().unwrap_or_default();
+        let name = cj.metadata.name.clone().unwrap_or_default();
+        let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+        let mut updated = cj.as_ref().clone();
+        updated.status = Some(status_to_k8s(&namespace, &outcome.status));
+        ctx.limiter.acquire(Priority::Status).await;
+        match api.replace_status(&name, &PostParams::default(), &updated).await {
+            Ok(fresh) => {
+                ctx.metrics.request("update", 200);
+                self.insert_fresh(fresh);
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                ctx.metrics.request("update", 409);
+                ctx.limiter.acquire(Priority::Status).await;
+                match api.get_opt(&name).await {
+                    Ok(Some(fresh)) => {
+                        self.insert_fresh(fresh);
+                        let now = ctx.clock.now();
+                        self.schedule(&key(&cj.metadata), now);
+                        Ok(())
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(format!("re-read after conflict: {e}")),
+                }
+            }
+            Err(e) => {
+                ctx.metrics.request(
+                    "update",
+                    match &e {
+                        kube::Error::Api(s) => s.code,
+                        _ => 0,
+                    },
+                );
+                Err(format!("status update: {e}"))
+            }
+        }
+    }
+
+    /// Takes a fresher copy than the watch has delivered, unless the watch is ahead.
+    fn insert_fresh(&mut self, fresh: CronJob) {
+        let k = key(&fresh.metadata);
+        let newer = |cj: &CronJob| cj.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
+        let current = self.cronjobs.get(&k).and_then(|c| newer(c));
+        if current.is_none_or(|c| newer(&fresh).is_some_and(|f| f >= c)) {
+            self.cronjobs.insert(k, Arc::new(fresh));
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! What every bucket worker of a replica shares: client, limiter, metrics, settings, clock.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use cronshard_types::Timestamp;
+use jiff::SignedDuration;
+
+use crate::limiter::Limiter;
+use crate::metrics::Metrics;
+
+/// A replica's settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The replica's identity (pod name): in the User-Agent, Events and the audit annotation.
+    pub identity: String,
+    pub buckets: NonZeroU32,
+    /// Only CronJobs matching this label selector are managed (gradual migration).
+    pub selector: Option<String>,
+}
+
+/// The controller's notion of now: real time plus an offset that only tests and demos set
+/// (to share the simulator's clock).
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    offset_ms: Arc<AtomicI64>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl Clock {
+    pub fn now(&self) -> Timestamp {
+        let offset = SignedDuration::from_millis(self.offset_ms.load(Ordering::Relaxed));
+        Timestamp::now().checked_add(offset).unwrap_or_else(|_| Timestamp::now())
+    }
+
+    pub fn set_offset(&self, offset: SignedDuration) {
+        let ms = offset.as_millis() as i64;
+        if self.offset_ms.swap(ms, Ordering::Relaxed) != ms {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Resolves when the offset changes (timers must be recomputed).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// How long until `at` on this clock (zero if past).
+    pub fn until(&self, at: Timestamp) -> std::time::Duration {
+        let delta = at.duration_since(self.now());
+        std::time::Duration::try_from(delta).unwrap_or_default()
+    }
+}
+
+/// Shared by all buckets of one replica.
+pub struct Context {
+    pub client: kube::Client,
+    pub limiter: Limiter,
+    pub metrics: Metrics,
+    pub settings: Settings,
+    pub clock: Clock,
+    pub recorder: kube::runtime::events::Recorder,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("settings", &self.settings).field("clock", &self.clock).finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    pub fn new(client: kube::Client, limiter: Limiter, settings: Settings, clock: Clock) -> Arc<Self> {
+        let reporter = kube::runtime::events::Reporter {
+            controller: "cronshard".into(),
+            instance: Some(settings.identity.clone()),
+        };
+        Arc::new(Context {
+            recorder: kube::runtime::events::Recorder::new(client.clone(), reporter),
+            client,
+            limiter,
+            metrics: Metrics::default(),
+            settings,
+            clock,
+        })
+    }
+
+    /// The label selector of one bucket, with the migration selector if any.
+    pub fn bucket_selector(&self, bucket: u32) -> String {
+        let own = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
+        match &self.settings.selector {
+            Some(extra) if !extra.trim().is_empty() => format!("{own},{extra}"),
+            _ => own,
+        }
+    }
+}

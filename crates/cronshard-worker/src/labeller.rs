@@ -1,0 +1,124 @@
+//! Writing the bucket label: on new CronJobs through a metadata-only watch of
+//! `!cronshard.io/bucket`, and on CronJob-owned Jobs that lack it through a slow, paginated,
+//! rate-limited metadata-only pass (never a permanent watch on all unlabelled Jobs).
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cronshard_types::bucket;
+use cronshard_types::keys::BUCKET_LABEL;
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+
+use crate::context::Context;
+use crate::limiter::Priority;
+
+/// Page size of the Job pass.
+const PAGE: u32 = 500;
+
+fn selector(ctx: &Context) -> String {
+    let own = format!("!{BUCKET_LABEL}");
+    match &ctx.settings.selector {
+        Some(extra) if !extra.trim().is_empty() => format!("{own},{extra}"),
+        _ => own,
+    }
+}
+
+fn label_patch(bucket: u32) -> Patch<serde_json::Value> {
+    Patch::Merge(json!({"metadata": {"labels": {BUCKET_LABEL: bucket.to_string()}}}))
+}
+
+/// Labels new CronJobs whose bucket `owns` says is ours, until `stop`.
+pub async fn label_new_cronjobs(
+    ctx: Arc<Context>,
+    owns: impl Fn(u32) -> bool,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let buckets: NonZeroU32 = ctx.settings.buckets;
+    let config = watcher::Config::default().labels(&selector(&ctx));
+    let api: Api<PartialObjectMeta<CronJob>> = Api::all(ctx.client.clone());
+    let mut events = watcher(api, config).default_backoff().touched_objects().boxed();
+    loop {
+        let meta = tokio::select! {
+            _ = stop.changed() => if *stop.borrow() { return } else { continue },
+            next = events.next() => match next {
+                Some(Ok(meta)) => meta,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying");
+                    continue;
+                }
+                None => return,
+            },
+        };
+        let (Some(namespace), Some(name)) = (meta.metadata.namespace.clone(), meta.metadata.name.clone()) else {
+            continue;
+        };
+        let b = bucket(&namespace, &name, buckets);
+        if !owns(b) {
+            continue;
+        }
+        ctx.limiter.acquire(Priority::Status).await;
+        let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+        match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+            Ok(_) => ctx.metrics.request("patch", 200),
+            Err(e) => tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob"),
+        }
+    }
+}
+
+/// One pass over Jobs without the label: those controlled by a CronJob in a bucket `owns`
+/// says is ours get the label. Returns how many were labelled.
+pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool) -> Result<usize, kube::Error> {
+    let api: Api<Job> = Api::all(ctx.client.clone());
+    let mut params = ListParams::default().labels(&selector(ctx)).limit(PAGE);
+    let mut labelled = 0;
+    loop {
+        ctx.limiter.acquire(Priority::Background).await;
+        let page = api.list_metadata(&params).await?;
+        for job in &page.items {
+            let Some(owner) = job.metadata.owner_references.as_ref().and_then(|refs| {
+                refs.iter().find(|r| r.controller == Some(true) && r.kind == "CronJob" && r.api_version == "batch/v1")
+            }) else {
+                continue;
+            };
+            let (Some(namespace), Some(name)) = (&job.metadata.namespace, &job.metadata.name) else { continue };
+            let b = bucket(namespace, &owner.name, ctx.settings.buckets);
+            if !owns(b) {
+                continue;
+            }
+            ctx.limiter.acquire(Priority::Background).await;
+            let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
+            jobs.patch_metadata(name, &PatchParams::default(), &label_patch(b)).await?;
+            labelled += 1;
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(labelled),
+        }
+    }
+}
+
+/// Runs [`label_orphan_jobs`] every `every`, until `stop`.
+pub async fn label_orphan_jobs_periodically(
+    ctx: Arc<Context>,
+    owns: impl Fn(u32) -> bool,
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        match label_orphan_jobs(&ctx, &owns).await {
+            Ok(n) if n > 0 => tracing::info!(labelled = n, "labelled CronJob-owned Jobs"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "labelling pass over Jobs failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => if *stop.borrow() { return },
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The worker's Prometheus metrics (DESIGN.md "Observability").
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub verb: String,
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ObjectLabels {
+    pub kind: String,
+    pub bucket: String,
+}
+
+/// Every metric the worker exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Upstream's histogram, kept for dashboards that expect it (1 s to 512 s).
+    pub upstream_skew: Histogram,
+    /// Job creationTimestamp − scheduled time, 50 ms to 512 s.
+    pub skew: Histogram,
+    pub fires: Counter,
+    pub duplicates_avoided: Counter,
+    pub missed: Family<ReasonLabels, Counter>,
+    pub invalid: Family<ReasonLabels, Counter>,
+    pub sync_errors: Counter,
+    pub api_requests: Family<RequestLabels, Counter>,
+    pub buckets_owned: Gauge,
+    pub objects: Family<ObjectLabels, Gauge>,
+    pub queue_depth: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let upstream_skew = Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        let skew = Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        registry.register(
+            "cronjob_controller_job_creation_skew_duration_seconds",
+            "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+            upstream_skew.clone(),
+        );
+        let m = Metrics {
+            upstream_skew,
+            skew,
+            fires: Counter::default(),
+            duplicates_avoided: Counter::default(),
+            missed: Family::default(),
+            invalid: Family::default(),
+            sync_errors: Counter::default(),
+            api_requests: Family::default(),
+            buckets_owned: Gauge::default(),
+            objects: Family::default(),
+            queue_depth: Gauge::default(),
+            registry,
+        };
+        let mut m = m;
+        let r = &mut m.registry;
+        r.register("cronshard_job_creation_skew_seconds", "Job creationTimestamp minus scheduled time", m.skew.clone());
+        r.register("cronshard_fires", "Jobs created for due runs", m.fires.clone());
+        r.register(
+            "cronshard_duplicates_avoided",
+            "Runs whose Job already existed (AlreadyExists) and was recorded instead of created twice",
+            m.duplicates_avoided.clone(),
+        );
+        r.register(
+            "cronshard_missed_runs",
+            "Runs not started, by reason (MissSchedule, TooManyMissedTimes)",
+            m.missed.clone(),
+        );
+        r.register("cronshard_invalid_cronjobs", "Syncs of CronJobs that cannot run, by reason", m.invalid.clone());
+        r.register(
+            "cronshard_sync_errors",
+            "Syncs that failed transiently and were retried with backoff",
+            m.sync_errors.clone(),
+        );
+        r.register(
+            "cronshard_api_requests",
+            "API requests made by the worker, by verb and code",
+            m.api_requests.clone(),
+        );
+        r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
+        r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
+        r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());
+        m
+    }
+}
+
+impl Metrics {
+    pub fn request(&self, verb: &str, code: u16) {
+        self.api_requests.get_or_create(&RequestLabels { verb: verb.to_owned(), code: code.to_string() }).inc();
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

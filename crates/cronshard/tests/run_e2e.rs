@@ -1,0 +1,173 @@
+//! `cronshard sim` + `cronshard run` as real processes: 1,000 CronJobs due in the same
+//! minute, every Job created exactly once, proven from the simulator's audit log.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(args: &[&str]) -> (Proc, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cronshard starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+    (Proc(child), line.trim().to_owned())
+}
+
+/// A minimal HTTP/1.0 client (no curl on a fresh machine), enough for the admin API.
+fn http(method: &str, url: &str, body: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, payload) = response.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.starts_with("HTTP/1.0 2") || head.starts_with("HTTP/1.1 2"), "{method} {url}: {head}");
+    payload.to_owned()
+}
+
+fn terminate(p: &mut Proc) -> Option<i32> {
+    Command::new("kill").args(["-TERM", &p.0.id().to_string()]).status().expect("kill");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some(status) = p.0.try_wait().expect("wait") {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
+    let dir = std::env::temp_dir().join(format!("cronshard-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let kubeconfig: PathBuf = dir.join("kubeconfig");
+    let (mut sim, url) = spawn(&[
+        "sim",
+        "--listen",
+        "127.0.0.1:0",
+        "--kubeconfig-out",
+        kubeconfig.to_str().expect("utf-8"),
+        "--no-job-runner",
+    ]);
+
+    // Put the server clock 12 s before a minute boundary.
+    let clock: Value = serde_json::from_str(&http("GET", &format!("{url}/sim/clock"), None)).expect("clock");
+    let now: jiff::Timestamp = clock["now"].as_str().expect("now").parse().expect("timestamp");
+    let to_boundary = 60 - now.as_second().rem_euclid(60);
+    let offset = (to_boundary - 12 + 60) % 60;
+    http("PUT", &format!("{url}/sim/clock"), Some(&json!({"offsetSeconds": offset}).to_string()));
+    let clock: Value = serde_json::from_str(&http("GET", &format!("{url}/sim/clock"), None)).expect("clock");
+    let now: jiff::Timestamp = clock["now"].as_str().expect("now").parse().expect("timestamp");
+    let boundary_minute = now.as_second().div_euclid(60) + 1;
+
+    // 1,000 unlabelled CronJobs across 10 namespaces, created just now: the labeller must
+    // give each its bucket before it can fire.
+    let created = cronshard_types::Zone::utc().format_rfc3339(now);
+    let mut seed = String::new();
+    for i in 0..1000 {
+        let cj = json!({
+            "apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": format!("herd-{i:04}"), "namespace": format!("team-{}", i % 10), "creationTimestamp": created},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": {"app": "herd"}}, "spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}
+        });
+        seed.push_str(&cj.to_string());
+        seed.push('\n');
+    }
+    let loaded: Value = serde_json::from_str(&http("POST", &format!("{url}/sim/load"), Some(&seed))).expect("load");
+    assert_eq!(loaded["loaded"], 1000);
+
+    let (mut run, metrics) = spawn(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().expect("utf-8"),
+        "--identity",
+        "replica-a",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--qps",
+        "0",
+        "--testing-clock-from",
+        &url,
+    ]);
+    assert!(metrics.starts_with("http://127.0.0.1:"));
+
+    let suffix = format!("-{boundary_minute}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut creates: HashMap<String, Vec<Value>> = HashMap::new();
+    while Instant::now() < deadline {
+        creates.clear();
+        for line in http("GET", &format!("{url}/sim/audit"), None).lines() {
+            let record: Value = serde_json::from_str(line).expect("audit record");
+            if record["verb"] == "create" && record["resource"] == "jobs" && record["code"] == 201 {
+                creates.entry(record["name"].as_str().unwrap_or("").to_owned()).or_default().push(record);
+            }
+        }
+        if creates.keys().filter(|n| n.ends_with(&suffix)).count() >= 1000 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let due: Vec<_> = creates.iter().filter(|(n, _)| n.ends_with(&suffix)).collect();
+    assert_eq!(due.len(), 1000, "every CronJob fired for minute {boundary_minute}");
+    for (name, records) in &creates {
+        assert_eq!(records.len(), 1, "{name} was created {} times", records.len());
+        let record = &records[0];
+        assert!(record["bucket"].as_str().is_some_and(|b| b.parse::<u32>().is_ok_and(|b| b < 64)), "{record}");
+        assert!(record["userAgent"].as_str().is_some_and(|ua| ua.contains("replica-a")), "{record}");
+    }
+    // The Job carries what upstream and cronshard promise.
+    let job: Value = serde_json::from_str(&http(
+        "GET",
+        &format!("{url}/apis/batch/v1/namespaces/team-7/jobs/herd-0007{suffix}"),
+        None,
+    ))
+    .expect("job");
+    let annotations = &job["metadata"]["annotations"];
+    let scheduled =
+        cronshard_types::Zone::utc().format_rfc3339(jiff::Timestamp::from_second(boundary_minute * 60).expect("ts"));
+    assert_eq!(annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"], scheduled.as_str());
+    assert!(annotations["cronshard.io/created-by"].as_str().is_some_and(|c| c.starts_with("replica-a/")));
+    assert_eq!(job["metadata"]["labels"]["app"], "herd");
+    let owner = &job["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["name"].as_str(), owner["controller"].as_bool()),
+        (Some("CronJob"), Some("herd-0007"), Some(true))
+    );
+    let cj: Value =
+        serde_json::from_str(&http("GET", &format!("{url}/apis/batch/v1/namespaces/team-7/cronjobs/herd-0007"), None))
+            .expect("cj");
+    assert_eq!(cj["status"]["lastScheduleTime"], scheduled.as_str());
+    let metrics_text = http("GET", &format!("{metrics}/metrics"), None);
+    assert!(metrics_text.contains("cronjob_controller_job_creation_skew_duration_seconds_count"), "{metrics_text}");
+
+    assert_eq!(terminate(&mut run), Some(0), "cronshard run exits cleanly on SIGTERM");
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
