@@ -29,7 +29,8 @@ pub(crate) fn routes() -> Router<SimState> {
         .route("/sim/partition", post(partition))
         .route("/sim/heal", post(heal))
         .route("/sim/clock", get(clock).put(set_clock))
-        .route("/sim/load", post(load))
+        // Seeds are large (100,000 CronJobs is ~100 MB); the default 2 MB extractor limit is for the API.
+        .route("/sim/load", post(load).layer(axum::extract::DefaultBodyLimit::max(4 << 30)))
         .route("/sim/audit", get(audit))
         .route("/sim/stats", get(stats))
 }

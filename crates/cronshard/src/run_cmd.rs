@@ -93,18 +93,22 @@ async fn readyz(State(h): State<Health>) -> impl IntoResponse {
 
 /// Follows the simulator's clock offset (tests and demos only).
 async fn follow_clock(clock: Clock, url: String) {
-    let Ok(uri) = format!("{}/sim/clock", url.trim_end_matches('/')).parse::<axum::http::Uri>() else {
+    let Ok(base) = url.trim_end_matches('/').parse::<axum::http::Uri>() else {
         tracing::error!(%url, "--testing-clock-from is not a URL");
         return;
     };
-    let Ok(client) = kube::Client::try_from(kube::Config::new(uri.clone())) else { return };
+    let Ok(client) = kube::Client::try_from(kube::Config::new(base)) else { return };
     loop {
-        let request = axum::http::Request::get(uri.path()).body(Vec::new()).expect("static request");
-        if let Ok(text) = client.request_text(request).await
-            && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text)
-            && let Some(seconds) = value["offsetSeconds"].as_f64()
-        {
-            clock.set_offset(jiff::SignedDuration::from_secs_f64(seconds));
+        let request = axum::http::Request::get("/sim/clock").body(Vec::new()).expect("static request");
+        match client.request_text(request).await {
+            Ok(text) => {
+                if let Some(seconds) =
+                    serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["offsetSeconds"].as_f64())
+                {
+                    clock.set_offset(jiff::SignedDuration::from_secs_f64(seconds));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the simulator's clock"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
