@@ -13,6 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use tracing::Instrument;
 
 use crate::context::Context;
 use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
@@ -275,9 +276,8 @@ impl Worker {
             active: state.status.active.iter().map(|r| r.name.clone()).collect(),
         };
         let span = tracing::info_span!("reconcile", cronjob = %k, bucket = self.bucket);
-        let _guard = span.enter();
         let now = ctx.clock.now();
-        let outcome = sync(&state, &children, now, &mut io).await;
+        let outcome = sync(&state, &children, now, &mut io).instrument(span).await;
         drop(io);
         self.record(&cj, &state, &outcome);
         let mut failed = outcome.error.clone();
