@@ -24,6 +24,8 @@ use crate::sync::{EventType, Outcome, sync};
 
 /// Longest backoff after repeated transient failures of one CronJob.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// Longest a sync (or its status write) may take before the bucket moves on.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Timers are re-checked at least this often, so a jump of the (test) clock is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(1);
 
@@ -277,14 +279,29 @@ impl Worker {
         };
         let span = tracing::info_span!("reconcile", cronjob = %k, bucket = self.bucket);
         let now = ctx.clock.now();
-        let outcome = sync(&state, &children, now, &mut io).instrument(span).await;
+        // A hung API call must not hold the bucket: give up on the sync and retry with backoff.
+        let outcome =
+            match tokio::time::timeout(SYNC_TIMEOUT, sync(&state, &children, now, &mut io).instrument(span)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Outcome {
+                    status: state.status.clone(),
+                    status_changed: false,
+                    events: Vec::new(),
+                    requeue_at: None,
+                    created: None,
+                    error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
+                    invalid: None,
+                },
+            };
         drop(io);
         self.record(&cj, &state, &outcome);
         let mut failed = outcome.error.clone();
-        if outcome.status_changed
-            && let Err(e) = self.write_status(&cj, &outcome).await
-        {
-            failed = Some(e);
+        if outcome.status_changed {
+            match tokio::time::timeout(SYNC_TIMEOUT, self.write_status(&cj, &outcome)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failed = Some(e),
+                Err(_) => failed = Some(format!("status write did not finish within {SYNC_TIMEOUT:?}")),
+            }
         }
         match failed {
             Some(error) => {
