@@ -20,7 +20,7 @@ use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
 use crate::metrics::{ObjectLabels, ReasonLabels};
-use crate::sync::{EventType, Outcome, sync};
+use crate::sync::{ChildJob, CronJobState, EventType, Outcome, sync};
 
 /// Longest backoff after repeated transient failures of one CronJob.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -244,8 +244,12 @@ impl Worker {
         }
     }
 
+    /// Syncs every CronJob that is due, as a pipeline: all their syncs (the Job creations)
+    /// run together first, then all their status writes, so under a herd a bucket's creates
+    /// do not queue behind its own status writes.
     async fn run_due(&mut self) {
         let now = self.ctx.clock.now();
+        let mut due = Vec::new();
         while let Some(Reverse((at, _))) = self.timers.peek() {
             if *at > now {
                 break;
@@ -256,52 +260,78 @@ impl Worker {
                 continue;
             }
             self.scheduled.remove(&k);
-            self.sync_one(&k).await;
+            due.push(k);
+        }
+        let inputs: Vec<_> = due.into_iter().filter_map(|k| self.prepare(k)).collect();
+        let (ctx, bucket) = (self.ctx.clone(), self.bucket);
+        let synced: Vec<_> = futures::stream::iter(inputs)
+            .map(|(k, cj, state, children)| {
+                let ctx = ctx.clone();
+                async move {
+                    let outcome = sync_with_timeout(&ctx, bucket, &k, &cj, &state, &children).await;
+                    (k, cj, state, outcome)
+                }
+            })
+            .buffer_unordered(PARALLEL_SYNCS)
+            .collect()
+            .await;
+        let written: Vec<_> = futures::stream::iter(synced)
+            .map(|(k, cj, state, outcome)| {
+                let ctx = ctx.clone();
+                async move {
+                    let write = if outcome.status_changed {
+                        Some(match tokio::time::timeout(SYNC_TIMEOUT, write_status(&ctx, &cj, &outcome)).await {
+                            Ok(result) => result,
+                            Err(_) => Err(format!("status write did not finish within {SYNC_TIMEOUT:?}")),
+                        })
+                    } else {
+                        None
+                    };
+                    (k, cj, state, outcome, write)
+                }
+            })
+            .buffer_unordered(PARALLEL_SYNCS)
+            .collect()
+            .await;
+        for (k, cj, state, outcome, write) in written {
+            self.finish(&k, &cj, &state, &outcome, write);
         }
         self.ctx.metrics.queue_depth.set(self.scheduled.len() as i64);
     }
 
-    async fn sync_one(&mut self, k: &str) {
-        let Some(cj) = self.cronjobs.get(k).cloned() else { return };
-        let Some(state) = cronjob_state(&cj) else { return };
-        let children: Vec<_> = self
+    /// What a sync of `k` needs from the caches.
+    fn prepare(&self, k: String) -> Option<(String, Arc<CronJob>, CronJobState, Vec<ChildJob>)> {
+        let cj = self.cronjobs.get(&k).cloned()?;
+        let state = cronjob_state(&cj)?;
+        let children = self
             .owned
             .get(&state.uid)
             .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).map(|j| child_job(j)).collect())
             .unwrap_or_default();
-        let ctx = self.ctx.clone();
-        let mut io = KubeJobs {
-            ctx: &ctx,
-            api: Api::namespaced(ctx.client.clone(), &state.namespace),
-            cronjob: &cj,
-            bucket: self.bucket,
-            active: state.status.active.iter().map(|r| r.name.clone()).collect(),
-        };
-        let span = tracing::info_span!("reconcile", cronjob = %k, bucket = self.bucket);
-        let now = ctx.clock.now();
-        // A hung API call must not hold the bucket: give up on the sync and retry with backoff.
-        let outcome =
-            match tokio::time::timeout(SYNC_TIMEOUT, sync(&state, &children, now, &mut io).instrument(span)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Outcome {
-                    status: state.status.clone(),
-                    status_changed: false,
-                    events: Vec::new(),
-                    requeue_at: None,
-                    created: None,
-                    error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
-                    invalid: None,
-                },
-            };
-        drop(io);
-        self.record(&cj, &state, &outcome);
+        Some((k, cj, state, children))
+    }
+
+    /// Applies a sync's results: metrics and Events, the fresh object, the next sync time.
+    fn finish(
+        &mut self,
+        k: &str,
+        cj: &Arc<CronJob>,
+        state: &CronJobState,
+        outcome: &Outcome,
+        write: Option<StatusWrite>,
+    ) {
+        self.record(cj, state, outcome);
+        let now = self.ctx.clock.now();
         let mut failed = outcome.error.clone();
-        if outcome.status_changed {
-            match tokio::time::timeout(SYNC_TIMEOUT, self.write_status(&cj, &outcome)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => failed = Some(e),
-                Err(_) => failed = Some(format!("status write did not finish within {SYNC_TIMEOUT:?}")),
+        match write {
+            Some(Ok(WriteResult::Written(fresh))) => self.insert_fresh(*fresh),
+            Some(Ok(WriteResult::Conflict(Some(fresh)))) => {
+                self.insert_fresh(*fresh);
+                self.schedule(k, now);
             }
+            Some(Ok(WriteResult::Conflict(None))) => {}
+            Some(Err(e)) => failed = Some(e),
+            None => {}
         }
         match failed {
             Some(error) => {
@@ -309,7 +339,7 @@ impl Worker {
                 *n += 1;
                 let delay = Duration::from_secs(1u64 << (*n).min(9)).min(MAX_BACKOFF);
                 tracing::warn!(cronjob = %k, %error, retry_in = ?delay, "sync failed");
-                ctx.metrics.sync_errors.inc();
+                self.ctx.metrics.sync_errors.inc();
                 let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
                 self.schedule(k, at);
             }
@@ -323,7 +353,7 @@ impl Worker {
     }
 
     /// Metrics and Events for one sync; Events go out in the background, at low priority.
-    fn record(&self, cj: &Arc<CronJob>, state: &crate::sync::CronJobState, outcome: &Outcome) {
+    fn record(&self, cj: &Arc<CronJob>, state: &CronJobState, outcome: &Outcome) {
         let m = &self.ctx.metrics;
         if let Some((job, scheduled)) = &outcome.created {
             let skew = job.creation_timestamp.duration_since(*scheduled).as_secs_f64().max(0.0);
@@ -369,49 +399,6 @@ impl Worker {
         });
     }
 
-    /// One status write with the object's resourceVersion; a 409 re-reads the object and
-    /// syncs again from the fresh copy.
-    async fn write_status(&mut self, cj: &Arc<CronJob>, outcome: &Outcome) -> Result<(), String> {
-        let ctx = self.ctx.clone();
-        let namespace = cj.metadata.namespace.clone().unwrap_or_default();
-        let name = cj.metadata.name.clone().unwrap_or_default();
-        let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-        let mut updated = cj.as_ref().clone();
-        updated.status = Some(status_to_k8s(&namespace, &outcome.status));
-        ctx.limiter.acquire(Priority::Status).await;
-        match api.replace_status(&name, &PostParams::default(), &updated).await {
-            Ok(fresh) => {
-                ctx.metrics.request("update", 200);
-                self.insert_fresh(fresh);
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                ctx.metrics.request("update", 409);
-                ctx.limiter.acquire(Priority::Status).await;
-                match api.get_opt(&name).await {
-                    Ok(Some(fresh)) => {
-                        self.insert_fresh(fresh);
-                        let now = ctx.clock.now();
-                        self.schedule(&key(&cj.metadata), now);
-                        Ok(())
-                    }
-                    Ok(None) => Ok(()),
-                    Err(e) => Err(format!("re-read after conflict: {e}")),
-                }
-            }
-            Err(e) => {
-                ctx.metrics.request(
-                    "update",
-                    match &e {
-                        kube::Error::Api(s) => s.code,
-                        _ => 0,
-                    },
-                );
-                Err(format!("status update: {e}"))
-            }
-        }
-    }
-
     /// Takes a fresher copy than the watch has delivered, unless the watch is ahead.
     fn insert_fresh(&mut self, fresh: CronJob) {
         let k = key(&fresh.metadata);
@@ -419,6 +406,84 @@ impl Worker {
         let current = self.cronjobs.get(&k).and_then(|c| newer(c));
         if current.is_none_or(|c| newer(&fresh).is_some_and(|f| f >= c)) {
             self.cronjobs.insert(k, Arc::new(fresh));
+        }
+    }
+}
+
+/// How many syncs (and then status writes) of one bucket run at once.
+const PARALLEL_SYNCS: usize = 16;
+
+/// A status write's result: the object as written, or after a 409 the fresh object (if
+/// it still exists) to sync again from.
+enum WriteResult {
+    Written(Box<CronJob>),
+    Conflict(Option<Box<CronJob>>),
+}
+
+type StatusWrite = Result<WriteResult, String>;
+
+/// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
+async fn sync_with_timeout(
+    ctx: &Arc<Context>,
+    bucket: u32,
+    k: &str,
+    cj: &CronJob,
+    state: &CronJobState,
+    children: &[ChildJob],
+) -> Outcome {
+    let mut io = KubeJobs {
+        ctx,
+        api: Api::namespaced(ctx.client.clone(), &state.namespace),
+        cronjob: cj,
+        bucket,
+        active: state.status.active.iter().map(|r| r.name.clone()).collect(),
+    };
+    let span = tracing::info_span!("reconcile", cronjob = %k, bucket);
+    let now = ctx.clock.now();
+    match tokio::time::timeout(SYNC_TIMEOUT, sync(state, children, now, &mut io).instrument(span)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Outcome {
+            status: state.status.clone(),
+            status_changed: false,
+            events: Vec::new(),
+            requeue_at: None,
+            created: None,
+            error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
+            invalid: None,
+        },
+    }
+}
+
+/// One status write with the object's resourceVersion; a 409 re-reads the object.
+async fn write_status(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusWrite {
+    let namespace = cj.metadata.namespace.clone().unwrap_or_default();
+    let name = cj.metadata.name.clone().unwrap_or_default();
+    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+    let mut updated = cj.clone();
+    updated.status = Some(status_to_k8s(&namespace, &outcome.status));
+    ctx.limiter.acquire(Priority::Status).await;
+    match api.replace_status(&name, &PostParams::default(), &updated).await {
+        Ok(fresh) => {
+            ctx.metrics.request("update", 200);
+            Ok(WriteResult::Written(Box::new(fresh)))
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            ctx.metrics.request("update", 409);
+            ctx.limiter.acquire(Priority::Status).await;
+            match api.get_opt(&name).await {
+                Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
+                Err(e) => Err(format!("re-read after conflict: {e}")),
+            }
+        }
+        Err(e) => {
+            ctx.metrics.request(
+                "update",
+                match &e {
+                    kube::Error::Api(s) => s.code,
+                    _ => 0,
+                },
+            );
+            Err(format!("status update: {e}"))
         }
     }
 }
