@@ -551,7 +551,7 @@ fn require_json(content_type: &str) -> Result<()> {
     if media.is_empty() || media == "application/json" || media == "*/*" {
         Ok(())
     } else {
-        Err(ApiError::UnsupportedMediaType)
+        Err(ApiError::UnsupportedMediaType("application/json"))
     }
 }
 
@@ -750,7 +750,11 @@ fn patch(
         // types (no lists merged by key that cronshard relies on) the results agree.
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => false,
         "application/json-patch+json" => true,
-        _ => return Err(ApiError::UnsupportedMediaType),
+        _ => {
+            return Err(ApiError::UnsupportedMediaType(
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+            ));
+        }
     };
     let patch_body: Value =
         serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;

@@ -71,10 +71,9 @@ pub enum ApiError {
     PathNotFound,
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
-    #[error(
-        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-    )]
-    UnsupportedMediaType,
+    /// 415, with the media types this request accepts.
+    #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
+    UnsupportedMediaType(&'static str),
     #[error("Request entity too large: limit is {0}")]
     RequestEntityTooLarge(usize),
     #[error("Too many requests, please try again later.")]
@@ -106,7 +105,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -129,7 +128,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "Forbidden",
             ApiError::Unauthorized => "Unauthorized",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
-            ApiError::UnsupportedMediaType => "UnsupportedMediaType",
+            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests { .. } => "TooManyRequests",
             ApiError::InternalError(_) => "InternalError",
