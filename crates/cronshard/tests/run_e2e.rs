@@ -51,7 +51,7 @@ fn http(method: &str, url: &str, body: Option<&str>) -> String {
 }
 
 fn terminate(p: &mut Proc) -> Option<i32> {
-    Command::new("kill").args(["-TERM", &p.0.id().to_string()]).status().expect("kill");
+    Command::new("sh").args(["-c", &format!("kill -TERM {}", p.0.id())]).status().expect("sh kill");
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if let Some(status) = p.0.try_wait().expect("wait") {
@@ -160,9 +160,20 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
         (owner["kind"].as_str(), owner["name"].as_str(), owner["controller"].as_bool()),
         (Some("CronJob"), Some("herd-0007"), Some(true))
     );
-    let cj: Value =
-        serde_json::from_str(&http("GET", &format!("{url}/apis/batch/v1/namespaces/team-7/cronjobs/herd-0007"), None))
-            .expect("cj");
+    // Status writes follow the creates (the bucket pipeline): wait for this one.
+    let status_deadline = Instant::now() + Duration::from_secs(30);
+    let cj = loop {
+        let cj: Value = serde_json::from_str(&http(
+            "GET",
+            &format!("{url}/apis/batch/v1/namespaces/team-7/cronjobs/herd-0007"),
+            None,
+        ))
+        .expect("cj");
+        if !cj["status"]["lastScheduleTime"].is_null() || Instant::now() > status_deadline {
+            break cj;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert_eq!(cj["status"]["lastScheduleTime"], scheduled.as_str());
     let metrics_text = http("GET", &format!("{metrics}/metrics"), None);
     assert!(metrics_text.contains("cronjob_controller_job_creation_skew_duration_seconds_count"), "{metrics_text}");

@@ -55,7 +55,7 @@ impl Sim {
 
     fn terminate(&mut self) -> Option<i32> {
         let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        Command::new("sh").args(["-c", &format!("kill -TERM {pid}")]).status().expect("sh kill");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
