@@ -34,9 +34,12 @@ fn search(spec: &SpecFields, zone: &Zone, unix: i64, stepping: Stepping) -> Opti
     // Once a field has been advanced, the smaller fields start from zero.
     let mut added = false;
 
+    // A backstop against any other zone data that keeps the search from advancing.
+    let mut wraps = 0u32;
     'wrap: loop {
         let mut w = cur.wall(t);
-        if w.year > year_limit {
+        wraps += 1;
+        if w.year > year_limit || wraps > 100_000 {
             return None;
         }
 
@@ -59,7 +62,13 @@ fn search(spec: &SpecFields, zone: &Zone, unix: i64, stepping: Stepping) -> Opti
                 t = cur.date(w.year, w.month.into(), w.day.into(), 0, 0, 0);
                 w = cur.wall(t);
             }
+            let before = t;
             t = cur.date(w.year, w.month.into(), i64::from(w.day) + 1, w.hour.into(), w.minute.into(), w.second.into());
+            // Where a whole day was skipped (Pacific/Apia, 2011-12-30), Go's time.Date maps the
+            // next midnight back onto the same instant and robfig loops forever; step a day.
+            if t <= before {
+                t = before + 24 * HOUR;
+            }
             w = cur.wall(t);
             // Where midnight does not exist (DST starting at 00:00), robfig pulls the time
             // back to the day's first hour or pushes it to the next midnight.
@@ -159,6 +168,16 @@ mod tests {
             (min..=max, 2..=max.max(2)).prop_map(|(a, s)| format!("{a}/{s}")),
             (min..=max, min..=max).prop_map(|(a, b)| format!("{a},{b}")),
         ]
+    }
+
+    #[test]
+    fn a_skipped_day_does_not_hang_the_search() {
+        // Samoa skipped 2011-12-30 entirely; robfig's day loop never leaves 12-29 there.
+        let apia = Zone::load("Pacific/Apia").expect("zone");
+        let schedule = Schedule::parse("0 0 31 12 *", &apia).expect("valid");
+        let after = jiff::Timestamp::from_second(1_324_000_000).expect("2011-12-16");
+        let next = schedule.next_after(after).expect("fires");
+        assert_eq!(next.to_string(), "2011-12-30T10:00:00Z", "midnight of 12-31 at +14:00");
     }
 
     proptest! {
