@@ -32,6 +32,7 @@ const MAX_SLEEP: Duration = Duration::from_secs(1);
 struct Worker {
     ctx: Arc<Context>,
     bucket: u32,
+    epoch: i32,
     cronjobs: HashMap<String, Arc<CronJob>>,
     uid_to_key: HashMap<String, String>,
     jobs: HashMap<String, Arc<Job>>,
@@ -47,9 +48,12 @@ struct Worker {
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
+/// `epoch` is the bucket Lease's leaseTransitions when this replica claimed it: it goes into
+/// every Job's audit annotation.
 pub async fn run(
     ctx: Arc<Context>,
     bucket: u32,
+    epoch: i32,
     mut stop: tokio::sync::watch::Receiver<bool>,
     ready: Arc<AtomicUsize>,
 ) {
@@ -60,6 +64,7 @@ pub async fn run(
     let mut w = Worker {
         ctx: ctx.clone(),
         bucket,
+        epoch,
         cronjobs: HashMap::new(),
         uid_to_key: HashMap::new(),
         jobs: HashMap::new(),
@@ -83,12 +88,12 @@ pub async fn run(
             }
             event = cronjob_events.next() => match event {
                 Some(Ok(event)) => w.on_cronjob(event),
-                Some(Err(e)) => tracing::warn!(bucket, error = %e, "CronJob watch failed; retrying"),
+                Some(Err(e)) => w.watch_failed("CronJob", &e),
                 None => break,
             },
             event = job_events.next() => match event {
                 Some(Ok(event)) => w.on_job(event),
-                Some(Err(e)) => tracing::warn!(bucket, error = %e, "Job watch failed; retrying"),
+                Some(Err(e)) => w.watch_failed("Job", &e),
                 None => break,
             },
             _ = tokio::time::sleep(sleep) => w.run_due().await,
@@ -105,6 +110,17 @@ pub async fn run(
 }
 
 impl Worker {
+    /// A watch error; the watcher re-lists or re-watches by itself after a backoff.
+    fn watch_failed(&self, kind: &str, error: &watcher::Error) {
+        // An ERROR event inside a 200 watch stream never passes the client's counting layer.
+        if let watcher::Error::WatchError(status) = error
+            && status.code == 410
+        {
+            self.ctx.metrics.api.expired.inc();
+        }
+        tracing::warn!(bucket = self.bucket, kind, %error, "watch failed; retrying");
+    }
+
     fn next_wake(&self) -> Duration {
         match self.timers.peek() {
             Some(Reverse((at, _))) => self.ctx.clock.until(*at).min(MAX_SLEEP),
@@ -263,12 +279,12 @@ impl Worker {
             due.push(k);
         }
         let inputs: Vec<_> = due.into_iter().filter_map(|k| self.prepare(k)).collect();
-        let (ctx, bucket) = (self.ctx.clone(), self.bucket);
+        let (ctx, bucket, epoch) = (self.ctx.clone(), self.bucket, self.epoch);
         let synced: Vec<_> = futures::stream::iter(inputs)
             .map(|(k, cj, state, children)| {
                 let ctx = ctx.clone();
                 async move {
-                    let outcome = sync_with_timeout(&ctx, bucket, &k, &cj, &state, &children).await;
+                    let outcome = sync_with_timeout(&ctx, bucket, epoch, &k, &cj, &state, &children).await;
                     (k, cj, state, outcome)
                 }
             })
@@ -390,9 +406,7 @@ impl Worker {
                     action: "Sync".into(),
                     secondary: None,
                 };
-                let result = ctx.recorder.publish(&published, &reference).await;
-                ctx.metrics.request("event", if result.is_ok() { 201 } else { 500 });
-                if let Err(e) = result {
+                if let Err(e) = ctx.recorder.publish(&published, &reference).await {
                     tracing::debug!(error = %e, "could not record an Event");
                 }
             }
@@ -426,6 +440,7 @@ type StatusWrite = Result<WriteResult, String>;
 async fn sync_with_timeout(
     ctx: &Arc<Context>,
     bucket: u32,
+    epoch: i32,
     k: &str,
     cj: &CronJob,
     state: &CronJobState,
@@ -436,6 +451,7 @@ async fn sync_with_timeout(
         api: Api::namespaced(ctx.client.clone(), &state.namespace),
         cronjob: cj,
         bucket,
+        epoch,
         active: state.status.active.iter().map(|r| r.name.clone()).collect(),
     };
     let span = tracing::info_span!("reconcile", cronjob = %k, bucket);
@@ -463,27 +479,14 @@ async fn write_status(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusW
     updated.status = Some(status_to_k8s(&namespace, &outcome.status));
     ctx.limiter.acquire(Priority::Status).await;
     match api.replace_status(&name, &PostParams::default(), &updated).await {
-        Ok(fresh) => {
-            ctx.metrics.request("update", 200);
-            Ok(WriteResult::Written(Box::new(fresh)))
-        }
+        Ok(fresh) => Ok(WriteResult::Written(Box::new(fresh))),
         Err(kube::Error::Api(status)) if status.code == 409 => {
-            ctx.metrics.request("update", 409);
             ctx.limiter.acquire(Priority::Status).await;
             match api.get_opt(&name).await {
                 Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
                 Err(e) => Err(format!("re-read after conflict: {e}")),
             }
         }
-        Err(e) => {
-            ctx.metrics.request(
-                "update",
-                match &e {
-                    kube::Error::Api(s) => s.code,
-                    _ => 0,
-                },
-            );
-            Err(format!("status update: {e}"))
-        }
+        Err(e) => Err(format!("status update: {e}")),
     }
 }

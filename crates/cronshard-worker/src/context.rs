@@ -70,19 +70,22 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    pub fn new(client: kube::Client, limiter: Limiter, settings: Settings, clock: Clock) -> Arc<Self> {
+    /// Builds the replica's instrumented client from `config` (see [`crate::client`]).
+    pub fn new(config: kube::Config, limiter: Limiter, settings: Settings, clock: Clock) -> crate::Result<Arc<Self>> {
+        let metrics = Metrics::default();
+        let client = crate::client::build(config, metrics.api.clone())?;
         let reporter = kube::runtime::events::Reporter {
             controller: "cronshard".into(),
             instance: Some(settings.identity.clone()),
         };
-        Arc::new(Context {
+        Ok(Arc::new(Context {
             recorder: kube::runtime::events::Recorder::new(client.clone(), reporter),
             client,
             limiter,
-            metrics: Metrics::default(),
+            metrics,
             settings,
             clock,
-        })
+        }))
     }
 
     /// The label selector of one bucket, with the migration selector if any.

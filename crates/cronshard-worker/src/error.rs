@@ -5,6 +5,8 @@
 pub enum Error {
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    #[error("cannot build the client: {0}")]
+    Client(String),
     #[error("invalid setting: {0}")]
     Settings(String),
 }

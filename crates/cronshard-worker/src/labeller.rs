@@ -65,22 +65,40 @@ pub async fn label_new_cronjobs(
         ctx.limiter.acquire(Priority::Status).await;
         let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
         match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
-            Ok(_) => ctx.metrics.request("patch", 200),
+            Ok(_) => {}
             Err(e) => tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob"),
         }
     }
 }
 
-/// One pass over Jobs without the label: those controlled by a CronJob in a bucket `owns`
-/// says is ours get the label. Returns how many were labelled.
-pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool) -> Result<usize, kube::Error> {
+/// One pass over Jobs without the label, `page` at a time: those controlled by a CronJob
+/// in a bucket `owns` says is ours get the label. Returns how many were labelled.
+///
+/// A pass that outlives compaction gets 410 on its continue token. It starts over: Jobs
+/// labelled so far have left the `!label` selector, so no work is repeated (the in-tree v1
+/// controller abandoned its whole sweep here, which is how runs went missing for days).
+pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page: u32) -> Result<usize, kube::Error> {
+    const RESTARTS: usize = 3;
     let api: Api<Job> = Api::all(ctx.client.clone());
-    let mut params = ListParams::default().labels(&selector(ctx)).limit(PAGE);
+    let first = ListParams::default().labels(&selector(ctx)).limit(page);
+    let mut params = first.clone();
     let mut labelled = 0;
+    let mut restarts = 0;
     loop {
         ctx.limiter.acquire(Priority::Background).await;
-        let page = api.list_metadata(&params).await?;
-        for job in &page.items {
+        let list = match api.list_metadata(&params).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(status))
+                if status.code == 410 && params.continue_token.is_some() && restarts < RESTARTS =>
+            {
+                restarts += 1;
+                tracing::info!(labelled, restarts, "Job labelling pass expired mid-list (410); starting over");
+                params = first.clone();
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for job in &list.items {
             let Some(owner) = job.metadata.owner_references.as_ref().and_then(|refs| {
                 refs.iter().find(|r| r.controller == Some(true) && r.kind == "CronJob" && r.api_version == "batch/v1")
             }) else {
@@ -96,7 +114,7 @@ pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool) -> Re
             jobs.patch_metadata(name, &PatchParams::default(), &label_patch(b)).await?;
             labelled += 1;
         }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+        match list.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(labelled),
         }
@@ -111,7 +129,7 @@ pub async fn label_orphan_jobs_periodically(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
-        match label_orphan_jobs(&ctx, &owns).await {
+        match label_orphan_jobs(&ctx, &owns, PAGE).await {
             Ok(n) if n > 0 => tracing::info!(labelled = n, "labelled CronJob-owned Jobs"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "labelling pass over Jobs failed"),

@@ -6,6 +6,7 @@
 //! [`bucket::run`] drives it for one bucket against a real API server.
 
 pub mod bucket;
+pub mod client;
 pub mod context;
 pub mod convert;
 mod error;
@@ -36,7 +37,7 @@ pub async fn run_all_buckets(ctx: Arc<Context>, stop: tokio::sync::watch::Receiv
     ctx.metrics.buckets_owned.set(i64::from(buckets));
     let mut tasks = Vec::new();
     for b in 0..buckets {
-        tasks.push(tokio::spawn(bucket::run(ctx.clone(), b, stop.clone(), ready.clone())));
+        tasks.push(tokio::spawn(bucket::run(ctx.clone(), b, 0, stop.clone(), ready.clone())));
     }
     tasks.push(tokio::spawn(labeller::label_new_cronjobs(ctx.clone(), |_| true, stop.clone())));
     tasks.push(tokio::spawn(labeller::label_orphan_jobs_periodically(

@@ -24,6 +24,31 @@ pub struct ObjectLabels {
     pub bucket: String,
 }
 
+/// API responses by verb and code, with the two that matter most named on their own.
+#[derive(Clone, Debug, Default)]
+pub struct ApiCounters {
+    pub responses: Family<RequestLabels, Counter>,
+    /// 410 Gone: a list or watch asked for history the server has compacted.
+    pub expired: Counter,
+    /// 429 Too Many Requests: the server's flow control pushed back.
+    pub throttled: Counter,
+}
+
+impl ApiCounters {
+    pub fn observe(&self, verb: &str, code: u16) {
+        self.responses.get_or_create(&RequestLabels { verb: verb.to_owned(), code: code.to_string() }).inc();
+        match code {
+            410 => {
+                self.expired.inc();
+            }
+            429 => {
+                self.throttled.inc();
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Every metric the worker exports.
 #[derive(Debug)]
 pub struct Metrics {
@@ -37,7 +62,7 @@ pub struct Metrics {
     pub missed: Family<ReasonLabels, Counter>,
     pub invalid: Family<ReasonLabels, Counter>,
     pub sync_errors: Counter,
-    pub api_requests: Family<RequestLabels, Counter>,
+    pub api: ApiCounters,
     pub buckets_owned: Gauge,
     pub objects: Family<ObjectLabels, Gauge>,
     pub queue_depth: Gauge,
@@ -61,7 +86,7 @@ impl Default for Metrics {
             missed: Family::default(),
             invalid: Family::default(),
             sync_errors: Counter::default(),
-            api_requests: Family::default(),
+            api: ApiCounters::default(),
             buckets_owned: Gauge::default(),
             objects: Family::default(),
             queue_depth: Gauge::default(),
@@ -89,9 +114,15 @@ impl Default for Metrics {
         );
         r.register(
             "cronshard_api_requests",
-            "API requests made by the worker, by verb and code",
-            m.api_requests.clone(),
+            "API responses to this replica, by verb and code (each retry counted)",
+            m.api.responses.clone(),
         );
+        r.register(
+            "cronshard_api_expired",
+            "410 Gone: lists and watches that asked for compacted history (answers and watch errors)",
+            m.api.expired.clone(),
+        );
+        r.register("cronshard_api_throttled", "429 Too Many Requests answers", m.api.throttled.clone());
         r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
         r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
         r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());
@@ -100,10 +131,6 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn request(&self, verb: &str, code: u16) {
-        self.api_requests.get_or_create(&RequestLabels { verb: verb.to_owned(), code: code.to_string() }).inc();
-    }
-
     pub fn encode(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

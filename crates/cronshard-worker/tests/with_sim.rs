@@ -2,54 +2,16 @@
 //! through the shared clock offset: Allow, Forbid and Replace; a burst of 429s; history
 //! compacted and every watch dropped in between. Every run is checked in the audit log.
 
+mod common;
+
 use std::collections::HashMap;
-use std::num::NonZeroU32;
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use cronshard_sim::{Config, Resource, SimState};
+use common::{before_boundary, job_names, serve, wait_for};
+use cronshard_sim::{Config, SimState};
 use cronshard_types::Timestamp;
-use cronshard_worker::limiter::Limiter;
-use cronshard_worker::{Clock, Context, Settings};
-use jiff::SignedDuration;
+use cronshard_worker::Clock;
 use serde_json::json;
-
-async fn serve(state: SimState) -> kube::Client {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(axum::serve(listener, cronshard_sim::app(state)).into_future());
-    kube::Client::try_from(kube::Config::new(format!("http://{addr}").parse().expect("url"))).expect("client")
-}
-
-/// Moves both clocks so that the next minute boundary is `lead` away; returns that boundary.
-fn before_boundary(sim: &SimState, worker: &Clock, lead: i64) -> Timestamp {
-    let now = sim.store().clock().now();
-    let current = sim.store().clock().offset().as_secs();
-    let to_boundary = 60 - now.as_second().rem_euclid(60);
-    let shift = (to_boundary - lead).rem_euclid(60);
-    let offset = SignedDuration::from_secs(current + shift);
-    sim.store().clock().set_offset(offset);
-    worker.set_offset(offset);
-    Timestamp::from_second((sim.store().clock().now().as_second() / 60 + 1) * 60).expect("boundary")
-}
-
-fn job_names(sim: &SimState) -> Vec<String> {
-    let all = |_: &cronshard_sim::store::Object| true;
-    let page =
-        sim.store().list(Resource::Jobs, None, cronshard_sim::store::ReadAt::Latest, None, 0, &all).expect("list");
-    page.items.iter().map(|o| o.name.clone()).collect()
-}
-
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..300 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policies_across_boundaries_with_429s_compaction_and_dropped_watches() {
@@ -77,10 +39,7 @@ async fn policies_across_boundaries_with_429s_compaction_and_dropped_watches() {
     }
     sim.load(seed.as_bytes()).expect("seed");
 
-    let settings = Settings { identity: "replica-test".into(), buckets: NonZeroU32::MIN, selector: None };
-    let ctx = Context::new(client, Limiter::new(0.0, 1), settings, clock.clone());
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(cronshard_worker::run_all_buckets(ctx, stopped, Arc::new(AtomicUsize::new(0))));
+    let (stop, worker) = common::start(common::context(client, &clock));
 
     let minute = |t: Timestamp| t.as_second() / 60;
     wait_for("the first runs", || job_names(&sim).len() == 30).await;

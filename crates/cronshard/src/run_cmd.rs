@@ -52,7 +52,7 @@ fn hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty())
 }
 
-async fn client(args: &RunArgs, identity: &str) -> Result<kube::Client, String> {
+async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, String> {
     let mut config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -68,7 +68,7 @@ async fn client(args: &RunArgs, identity: &str) -> Result<kube::Client, String> 
         header::USER_AGENT,
         header::HeaderValue::from_str(&agent).map_err(|_| format!("identity {identity:?} is not valid in a header"))?,
     ));
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+    Ok(config)
 }
 
 #[derive(Clone)]
@@ -141,14 +141,14 @@ async fn serve(args: RunArgs) -> Result<(), String> {
             cronshard_types::keys::BUCKET_LABEL
         ));
     }
-    let client = client(&args, &identity).await?;
+    let config = client_config(&args, &identity).await?;
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
         tokio::spawn(follow_clock(clock.clone(), url.clone()));
     }
     let settings = Settings { identity: identity.clone(), buckets: args.buckets, selector: args.selector.clone() };
-    let ctx = Context::new(client, Limiter::new(args.qps, args.burst), settings, clock);
+    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock).map_err(|e| e.to_string())?;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await

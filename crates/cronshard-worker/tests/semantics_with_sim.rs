@@ -1,0 +1,265 @@
+//! The spec's rules end to end against the in-process simulator, with its clock offset:
+//! the Job a run creates, suspend, missed runs after downtime, startingDeadlineSeconds,
+//! history limits, the AlreadyExists repair, and the Job labelling pass surviving a 410
+//! in the middle of its paginated list.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::{before_boundary, cronjob, get, job_names, load, objects, owned_job, rfc3339, serve, wait_for};
+use cronshard_sim::{Config, Resource, SimState};
+use cronshard_types::Timestamp;
+use cronshard_worker::Clock;
+use jiff::SignedDuration;
+use serde_json::{Value, json};
+
+fn sim() -> SimState {
+    SimState::new(Config { runner: None, ..Config::default() })
+}
+
+fn minute(t: Timestamp) -> i64 {
+    t.as_second() / 60
+}
+
+fn ago(sim: &SimState, seconds: i64) -> Timestamp {
+    sim.store().clock().now().checked_sub(SignedDuration::from_secs(seconds)).expect("time")
+}
+
+/// Reasons of the Events recorded about `name` (events.k8s.io, as kube-runtime's Recorder writes).
+fn event_reasons(sim: &SimState, name: &str) -> Vec<String> {
+    objects(sim, Resource::Events)
+        .iter()
+        .filter(|e| e["regarding"]["name"] == name)
+        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_creates_the_right_job_and_suspend_holds() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let boundary = before_boundary(&sim, &clock, 3);
+    let created = sim.store().clock().now();
+    load(
+        &sim,
+        &[
+            cronjob(
+                "fire",
+                "uid-fire",
+                created,
+                json!({"jobTemplate": {"metadata": {"labels": {"team": "a"}}, "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}),
+            ),
+            cronjob("paused", "uid-paused", created, json!({"suspend": true})),
+        ],
+    );
+    let (stop, worker) = common::start(common::context(config, &clock));
+
+    let name = format!("fire-{}", minute(boundary));
+    wait_for("the run", || get(&sim, Resource::Jobs, &name).is_some()).await;
+    let job = get(&sim, Resource::Jobs, &name).expect("job");
+    let meta = &job["metadata"];
+    assert_eq!(meta["labels"]["cronshard.io/bucket"], "0");
+    assert_eq!(meta["labels"]["team"], "a", "template labels are kept");
+    assert_eq!(meta["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"], rfc3339(boundary));
+    assert_eq!(meta["annotations"]["cronshard.io/created-by"], "replica-test/0/0");
+    assert_eq!(
+        meta["ownerReferences"],
+        json!([{"apiVersion": "batch/v1", "kind": "CronJob", "name": "fire", "uid": "uid-fire",
+            "controller": true, "blockOwnerDeletion": true}])
+    );
+    wait_for("the status write", || {
+        get(&sim, Resource::CronJobs, "fire").is_some_and(|cj| cj["status"]["lastScheduleTime"] == rfc3339(boundary))
+    })
+    .await;
+    let status = &get(&sim, Resource::CronJobs, "fire").expect("cronjob")["status"];
+    assert_eq!(status["active"][0]["name"], name.as_str());
+    assert!(event_reasons(&sim, "fire").contains(&"SuccessfulCreate".to_owned()));
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(job_names(&sim), vec![name], "the suspended CronJob started nothing");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_downtime_only_the_latest_run_starts() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    // 30 s past a minute, with the next boundary far enough away not to interfere.
+    let next = before_boundary(&sim, &clock, 30);
+    let latest = minute(next) - 1;
+    load(
+        &sim,
+        &[
+            // Three hours of missed runs: more than 100.
+            cronjob("long", "uid-long", ago(&sim, 3 * 3600), json!({})),
+            // Thirty minutes: fewer than 100.
+            cronjob("short", "uid-short", ago(&sim, 30 * 60), json!({})),
+            // The latest run was 30 s ago, outside a 10 s starting deadline: it never starts.
+            cronjob("deadline", "uid-deadline", ago(&sim, 30 * 60), json!({"startingDeadlineSeconds": 10})),
+        ],
+    );
+    let ctx = common::context(config, &clock);
+    let (stop, worker) = common::start(ctx.clone());
+
+    wait_for("the catch-up runs", || job_names(&sim).len() >= 2).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut names = job_names(&sim);
+    names.sort();
+    assert_eq!(names, vec![format!("long-{latest}"), format!("short-{latest}")]);
+    wait_for("the warning", || event_reasons(&sim, "long").contains(&"TooManyMissedTimes".to_owned())).await;
+    assert!(!event_reasons(&sim, "short").contains(&"TooManyMissedTimes".to_owned()));
+    // As upstream: a run older than the deadline window is outside `earliest`, so it is
+    // not even seen as missed (no MissSchedule Event either).
+    assert!(event_reasons(&sim, "deadline").is_empty());
+    let metrics = ctx.metrics.encode();
+    assert!(metrics.contains(r#"cronshard_missed_runs_total{reason="TooManyMissedTimes"} 1"#), "{metrics}");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+fn finished(condition: &str, start_minute: i64) -> Value {
+    let start = rfc3339(Timestamp::from_second(1_700_000_000 + start_minute * 60).expect("time"));
+    json!({"startTime": start, "completionTime": start,
+        "conditions": [{"type": condition, "status": "True"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_limits_delete_the_oldest_finished_jobs() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    before_boundary(&sim, &clock, 30);
+    let created = sim.store().clock().now();
+    // Never due in this test: only the history cleanup acts.
+    let spec = json!({"schedule": "0 0 1 1 *", "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1});
+    load(
+        &sim,
+        &[
+            cronjob("hist", "uid-hist", created, spec),
+            owned_job("hist-a", "hist", "uid-hist", true, finished("Complete", 3)),
+            owned_job("hist-b", "hist", "uid-hist", true, finished("Complete", 1)),
+            owned_job("hist-c", "hist", "uid-hist", true, finished("Complete", 2)),
+            owned_job("hist-d", "hist", "uid-hist", true, finished("Failed", 5)),
+            owned_job("hist-e", "hist", "uid-hist", true, finished("Failed", 4)),
+        ],
+    );
+    let (stop, worker) = common::start(common::context(config, &clock));
+
+    wait_for("the cleanup", || job_names(&sim).len() == 2).await;
+    let mut names = job_names(&sim);
+    names.sort();
+    assert_eq!(names, vec!["hist-a", "hist-d"], "the newest of each kind stays");
+    let deleted: Vec<String> = sim
+        .0
+        .audit
+        .since(0)
+        .iter()
+        .filter(|r| r.verb == "delete" && r.resource == "jobs" && r.code == 200)
+        .map(|r| r.name.clone())
+        .collect();
+    assert_eq!(deleted.len(), 3, "each deleted once: {deleted:?}");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_job_for_the_run_is_adopted_not_duplicated() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let boundary = before_boundary(&sim, &clock, 4);
+    let name = format!("repair-{}", minute(boundary));
+    load(&sim, &[cronjob("repair", "uid-repair", sim.store().clock().now(), json!({}))]);
+    let ctx = common::context(config, &clock);
+    let (stop, worker) = common::start(ctx.clone());
+    // After the start-up labelling pass (which would label and so reveal them):
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    load(
+        &sim,
+        &[
+            // Created for this run before the status write landed (a crash, a handover) and not
+            // yet labelled: the bucket's watch cannot see it, only the create's 409 can.
+            owned_job(&name, "repair", "uid-repair", false, json!({})),
+            // Someone else's Job with the next run's name.
+            owned_job(&format!("repair-{}", minute(boundary) + 1), "other", "uid-other", false, json!({})),
+        ],
+    );
+
+    wait_for("the repaired status", || {
+        get(&sim, Resource::CronJobs, "repair").is_some_and(|cj| cj["status"]["lastScheduleTime"] == rfc3339(boundary))
+    })
+    .await;
+    let status = &get(&sim, Resource::CronJobs, "repair").expect("cronjob")["status"];
+    assert_eq!(status["active"][0]["name"], name.as_str());
+    // (A refused create's audit record has no name: the object was never stored.)
+    let creates: Vec<u16> =
+        sim.0.audit.since(0).iter().filter(|r| r.verb == "create" && r.resource == "jobs").map(|r| r.code).collect();
+    assert_eq!(creates, vec![409], "one attempt, answered AlreadyExists");
+    assert!(ctx.metrics.encode().contains("cronshard_duplicates_avoided_total 1"));
+
+    // The next run's name is taken by a Job this CronJob does not control: a Warning, no adoption.
+    before_boundary(&sim, &clock, 2);
+    wait_for("the refusal", || {
+        objects(&sim, Resource::Events).iter().any(|e| {
+            e["regarding"]["name"] == "repair"
+                && e["reason"] == "FailedCreate"
+                && e["note"].as_str().is_some_and(|n| n.contains("not controlled by this CronJob"))
+        })
+    })
+    .await;
+    let status = &get(&sim, Resource::CronJobs, "repair").expect("cronjob")["status"];
+    assert_eq!(status["lastScheduleTime"], rfc3339(boundary), "a run it did not start is not recorded");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_labelling_pass_starts_over_after_a_410_mid_list() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let created = sim.store().clock().now();
+    let mut seed = vec![cronjob("legacy", "uid-legacy", created, json!({"suspend": true}))];
+    for i in 0..30 {
+        // Left by the in-tree controller: owned, unlabelled.
+        seed.push(owned_job(&format!("legacy-{i:02}"), "legacy", "uid-legacy", false, finished("Complete", i)));
+    }
+    // Not a CronJob's: never labelled.
+    seed.push(
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "standalone", "namespace": "default"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
+    );
+    load(&sim, &seed);
+    // Slow reads, so the pass is still paging when history is compacted under it.
+    sim.0.faults.update(|f| f.latency.read_ms = 800);
+    let ctx = common::context(config, &clock);
+
+    let pass = tokio::spawn({
+        let ctx = ctx.clone();
+        async move { cronshard_worker::labeller::label_orphan_jobs(&ctx, &|_| true, 10).await }
+    });
+    wait_for("the first labels", || sim.0.audit.since(0).iter().any(|r| r.verb == "patch")).await;
+    sim.store().compact_now();
+    let labelled = tokio::time::timeout(Duration::from_secs(60), pass).await.expect("ends").expect("joins");
+    assert_eq!(labelled.expect("the pass recovers"), 30);
+
+    let audit = sim.0.audit.since(0);
+    assert!(audit.iter().any(|r| r.verb == "list" && r.code == 410), "the continue token expired");
+    let labels: HashMap<String, Value> = objects(&sim, Resource::Jobs)
+        .into_iter()
+        .map(|j| (j["metadata"]["name"].as_str().unwrap_or_default().to_owned(), j["metadata"]["labels"].clone()))
+        .collect();
+    for i in 0..30 {
+        assert_eq!(labels[&format!("legacy-{i:02}")]["cronshard.io/bucket"], "0");
+    }
+    assert!(labels["standalone"].get("cronshard.io/bucket").is_none());
+    assert!(ctx.metrics.encode().contains("cronshard_api_expired_total 1"));
+    let patches = audit.iter().filter(|r| r.verb == "patch" && r.code == 200).count();
+    assert_eq!(patches, 30, "no Job was labelled twice");
+}
