@@ -77,7 +77,8 @@ pub async fn run(
         init_cronjobs: None,
         init_jobs: None,
     };
-    let mut counted_ready = false;
+    // Counted while listed; the guard un-counts even when the task is aborted (fencing).
+    let mut counted_ready: Option<ReadyGuard> = None;
     loop {
         let sleep = w.next_wake();
         tokio::select! {
@@ -99,13 +100,19 @@ pub async fn run(
             _ = tokio::time::sleep(sleep) => w.run_due().await,
             _ = ctx.clock.changed() => {}
         }
-        if !counted_ready && w.cronjobs_listed && w.jobs_listed {
-            counted_ready = true;
+        if counted_ready.is_none() && w.cronjobs_listed && w.jobs_listed {
             ready.fetch_add(1, Ordering::Relaxed);
+            counted_ready = Some(ReadyGuard(ready.clone()));
         }
     }
-    if counted_ready {
-        ready.fetch_sub(1, Ordering::Relaxed);
+    drop(counted_ready);
+}
+
+struct ReadyGuard(Arc<AtomicUsize>);
+
+impl Drop for ReadyGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

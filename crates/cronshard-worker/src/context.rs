@@ -70,9 +70,15 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// Builds the replica's instrumented client from `config` (see [`crate::client`]).
-    pub fn new(config: kube::Config, limiter: Limiter, settings: Settings, clock: Clock) -> crate::Result<Arc<Self>> {
-        let metrics = Metrics::default();
+    /// Builds the replica's instrumented client from `config` (see [`crate::client`]);
+    /// `metrics` may carry other components' metrics in its registry.
+    pub fn new(
+        config: kube::Config,
+        limiter: Limiter,
+        settings: Settings,
+        clock: Clock,
+        metrics: Metrics,
+    ) -> crate::Result<Arc<Self>> {
         let client = crate::client::build(config, metrics.api.clone())?;
         let reporter = kube::runtime::events::Reporter {
             controller: "cronshard".into(),

@@ -2,6 +2,7 @@
 //! `!cronshard.io/bucket`, and on CronJob-owned Jobs that lack it through a slow, paginated,
 //! rate-limited metadata-only pass (never a permanent watch on all unlabelled Jobs).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,40 +34,66 @@ fn label_patch(bucket: u32) -> Patch<serde_json::Value> {
     Patch::Merge(json!({"metadata": {"labels": {BUCKET_LABEL: bucket.to_string()}}}))
 }
 
-/// Labels new CronJobs whose bucket `owns` says is ours, until `stop`.
+/// Labels new CronJobs whose bucket is in `owned`, until `stop`. Unlabelled CronJobs of
+/// buckets owned elsewhere are remembered and labelled if their bucket moves here.
 pub async fn label_new_cronjobs(
     ctx: Arc<Context>,
-    owns: impl Fn(u32) -> bool,
+    mut owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let buckets: NonZeroU32 = ctx.settings.buckets;
     let config = watcher::Config::default().labels(&selector(&ctx));
     let api: Api<PartialObjectMeta<CronJob>> = Api::all(ctx.client.clone());
-    let mut events = watcher(api, config).default_backoff().touched_objects().boxed();
+    let mut events = watcher(api, config).default_backoff().boxed();
+    // namespace/name -> bucket, for unlabelled CronJobs not ours (yet).
+    let mut waiting: BTreeMap<(String, String), u32> = BTreeMap::new();
     loop {
-        let meta = tokio::select! {
-            _ = stop.changed() => if *stop.borrow() { return } else { continue },
-            next = events.next() => match next {
-                Some(Ok(meta)) => meta,
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying");
-                    continue;
+        let mut todo: Vec<(String, String, u32)> = Vec::new();
+        tokio::select! {
+            _ = stop.changed() => if *stop.borrow() { return },
+            changed = owned.changed() => {
+                if changed.is_err() {
+                    return; // the coordinator is gone
                 }
+                let now_owned = owned.borrow_and_update().clone();
+                waiting.retain(|(namespace, name), b| {
+                    if now_owned.contains(b) {
+                        todo.push((namespace.clone(), name.clone(), *b));
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+            next = events.next() => match next {
+                Some(Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta))) => {
+                    if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                        let b = bucket(&namespace, &name, buckets);
+                        if owned.borrow().contains(&b) {
+                            todo.push((namespace, name, b));
+                        } else {
+                            waiting.insert((namespace, name), b);
+                        }
+                    }
+                }
+                // Labelled (by us or a peer) or deleted: no longer waiting.
+                Some(Ok(watcher::Event::Delete(meta))) => {
+                    if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                        waiting.remove(&(namespace, name));
+                    }
+                }
+                Some(Ok(watcher::Event::Init)) => waiting.clear(),
+                Some(Ok(watcher::Event::InitDone)) => {}
+                Some(Err(e)) => tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying"),
                 None => return,
             },
-        };
-        let (Some(namespace), Some(name)) = (meta.metadata.namespace.clone(), meta.metadata.name.clone()) else {
-            continue;
-        };
-        let b = bucket(&namespace, &name, buckets);
-        if !owns(b) {
-            continue;
         }
-        ctx.limiter.acquire(Priority::Status).await;
-        let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-        match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
-            Ok(_) => {}
-            Err(e) => tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob"),
+        for (namespace, name, b) in todo {
+            ctx.limiter.acquire(Priority::Status).await;
+            let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+            if let Err(e) = api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+                tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob");
+            }
         }
     }
 }

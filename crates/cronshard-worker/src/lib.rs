@@ -16,6 +16,7 @@ pub mod limiter;
 pub mod metrics;
 pub mod sync;
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
@@ -30,6 +31,74 @@ pub use sync::{
 /// How often the slow pass labels CronJob-owned Jobs that lack the bucket label.
 pub const JOB_LABEL_PASS_EVERY: Duration = Duration::from_secs(600);
 
+/// The bucket workers a replica runs now, started and stopped as ownership moves.
+#[derive(Debug)]
+pub struct BucketSet {
+    ctx: Arc<Context>,
+    ready: Arc<AtomicUsize>,
+    running: HashMap<u32, (tokio::sync::watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
+}
+
+impl BucketSet {
+    /// `ready` counts running buckets whose initial lists are in.
+    pub fn new(ctx: Arc<Context>, ready: Arc<AtomicUsize>) -> Self {
+        BucketSet { ctx, ready, running: HashMap::new() }
+    }
+
+    fn count(&self) {
+        self.ctx.metrics.buckets_owned.set(self.running.len() as i64);
+    }
+
+    /// Starts `bucket`'s worker; `epoch` goes into every Job's audit annotation.
+    pub fn start(&mut self, bucket: u32, epoch: i32) {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(bucket::run(self.ctx.clone(), bucket, epoch, stopped, self.ready.clone()));
+        if let Some((old_stop, old)) = self.running.insert(bucket, (stop, task)) {
+            let _ = old_stop.send(true);
+            old.abort();
+        }
+        self.count();
+    }
+
+    /// Stops `bucket`'s worker; resolves when its in-flight syncs have finished.
+    pub fn stop(&mut self, bucket: u32) -> impl Future<Output = ()> + Send + 'static {
+        let running = self.running.remove(&bucket);
+        self.count();
+        async move {
+            if let Some((stop, task)) = running {
+                let _ = stop.send(true);
+                let _ = task.await;
+            }
+        }
+    }
+
+    /// Stops every worker now, in-flight calls abandoned (fencing).
+    pub fn abort_all(&mut self) {
+        for (_, (stop, task)) in self.running.drain() {
+            let _ = stop.send(true);
+            task.abort();
+        }
+        self.count();
+    }
+
+    pub fn running(&self) -> BTreeSet<u32> {
+        self.running.keys().copied().collect()
+    }
+}
+
+/// Runs the labellers for the buckets in `owned` (as the coordinator publishes them), until
+/// `stop` turns true.
+pub async fn run_labellers(
+    ctx: Arc<Context>,
+    owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let new = labeller::label_new_cronjobs(ctx.clone(), owned.clone(), stop.clone());
+    let owns = move |b: u32| owned.borrow().contains(&b);
+    let old = labeller::label_orphan_jobs_periodically(ctx, owns, JOB_LABEL_PASS_EVERY, stop);
+    futures::join!(new, old);
+}
+
 /// Runs every bucket of this replica (a single replica owns them all) plus the labellers,
 /// until `stop` turns true. `ready` counts buckets whose initial lists are in.
 pub async fn run_all_buckets(ctx: Arc<Context>, stop: tokio::sync::watch::Receiver<bool>, ready: Arc<AtomicUsize>) {
@@ -39,13 +108,8 @@ pub async fn run_all_buckets(ctx: Arc<Context>, stop: tokio::sync::watch::Receiv
     for b in 0..buckets {
         tasks.push(tokio::spawn(bucket::run(ctx.clone(), b, 0, stop.clone(), ready.clone())));
     }
-    tasks.push(tokio::spawn(labeller::label_new_cronjobs(ctx.clone(), |_| true, stop.clone())));
-    tasks.push(tokio::spawn(labeller::label_orphan_jobs_periodically(
-        ctx.clone(),
-        |_| true,
-        JOB_LABEL_PASS_EVERY,
-        stop,
-    )));
+    let (_all, owned) = tokio::sync::watch::channel((0..buckets).collect());
+    tasks.push(tokio::spawn(run_labellers(ctx.clone(), owned, stop)));
     for task in tasks {
         if let Err(e) = task.await {
             tracing::error!(error = %e, "worker task failed");

@@ -131,6 +131,11 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// For other components (the coordinator) to register theirs, before the Context is built.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
     pub fn encode(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -3,6 +3,7 @@
 mod run_cmd;
 mod schedule_cmd;
 mod sim_cmd;
+mod status_cmd;
 
 use std::process::ExitCode;
 
@@ -23,8 +24,10 @@ enum Command {
     Schedule(schedule_cmd::ScheduleCommand),
     /// Run the simulated Kubernetes API server (for tests, benchmarks and demos).
     Sim(Box<sim_cmd::SimArgs>),
-    /// Run the controller (this release: one replica owning every bucket).
+    /// Run one controller replica; replicas share the buckets through Leases.
     Run(Box<run_cmd::RunArgs>),
+    /// Print the bucket map: members, buckets per member, unowned buckets, last transitions.
+    Status(status_cmd::StatusArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,5 +44,6 @@ fn main() -> ExitCode {
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Run(args) => run_cmd::run(*args),
+        Command::Status(args) => status_cmd::run(args),
     }
 }

@@ -1,6 +1,7 @@
-//! `cronshard run`: the controller process (one replica owning every bucket, until the
-//! coordinator shares them), with `/metrics`, `/healthz` and `/readyz`.
+//! `cronshard run`: one controller replica. Replicas share the buckets through Leases
+//! (cronshard-coordinator); this process serves `/metrics`, `/healthz` and `/readyz`.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
@@ -16,8 +17,12 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use clap::Args;
+use cronshard_coordinator::{Buckets, Ownership, Settings as CoordinatorSettings, Timing};
 use cronshard_worker::limiter::Limiter;
-use cronshard_worker::{Clock, Context, Settings};
+use cronshard_worker::metrics::Metrics;
+use cronshard_worker::{BucketSet, Clock, Context, Settings};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -36,6 +41,22 @@ pub(crate) struct RunArgs {
     /// Number of buckets; must be the same on every replica.
     #[arg(long, env = "CRONSHARD_BUCKETS", default_value_t = NonZeroU32::new(64).expect("non-zero"))]
     buckets: NonZeroU32,
+    /// Namespace of the member and bucket Leases; default: $POD_NAMESPACE, else the
+    /// kubeconfig's (or service account's) namespace.
+    #[arg(long, env = "POD_NAMESPACE")]
+    namespace: Option<String>,
+    /// How often the member Lease is renewed (Go duration).
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    renew_period: Duration,
+    /// A replica that has not renewed for this long stops all bucket work.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    renew_deadline: Duration,
+    /// Others take a replica's buckets once its member Lease has not changed for this long.
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    lease_duration: Duration,
+    /// A new replica is given buckets only after it has been a member this long.
+    #[arg(long, default_value = "3s", value_parser = go_duration)]
+    join_grace: Duration,
     /// Client rate limit for the whole replica, requests per second (0 = unlimited).
     #[arg(long, env = "CRONSHARD_QPS", default_value_t = 50.0)]
     qps: f64,
@@ -48,21 +69,32 @@ pub(crate) struct RunArgs {
     testing_clock_from: Option<String>,
 }
 
+/// A Go duration (`15s`, `1m30s`) as a [`Duration`], for the protocol's flags.
+pub(crate) fn go_duration(text: &str) -> Result<Duration, String> {
+    let nanos = cronshard_types::schedule::parse_go_duration(text)?;
+    u64::try_from(nanos).map(Duration::from_nanos).map_err(|_| format!("{text}: must not be negative"))
+}
+
 fn hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty())
 }
 
-async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, String> {
-    let mut config = match &args.kubeconfig {
+/// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config.
+pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>) -> Result<kube::Config, String> {
+    match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                 .await
-                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))?
+                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))
         }
-        None => kube::Config::infer().await.map_err(|e| format!("no kubeconfig and no in-cluster config: {e}"))?,
-    };
+        None => kube::Config::infer().await.map_err(|e| format!("no kubeconfig and no in-cluster config: {e}")),
+    }
+}
+
+async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, String> {
+    let mut config = kube_config(args.kubeconfig.as_deref()).await?;
     let agent = format!("cronshard/{} (replica {identity})", env!("CARGO_PKG_VERSION"));
     config.headers.push((
         header::USER_AGENT,
@@ -75,19 +107,42 @@ async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, S
 struct Health {
     ctx: Arc<Context>,
     ready: Arc<AtomicUsize>,
+    ownership: tokio::sync::watch::Receiver<Ownership>,
 }
 
-async fn metrics(State(h): State<Health>) -> impl IntoResponse {
+async fn serve_metrics(State(h): State<Health>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], h.ctx.metrics.encode())
 }
 
+/// Ready: renewing, not refusing, owning what the assignment says, every owned bucket listed.
 async fn readyz(State(h): State<Health>) -> impl IntoResponse {
-    let ready = h.ready.load(Ordering::Relaxed);
-    let want = h.ctx.settings.buckets.get() as usize;
-    if ready >= want {
-        (StatusCode::OK, "ok".to_owned())
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, format!("{ready}/{want} buckets have their initial lists"))
+    let o = h.ownership.borrow().clone();
+    let listed = h.ready.load(Ordering::Relaxed);
+    if let Some(reason) = o.refused {
+        return (StatusCode::SERVICE_UNAVAILABLE, reason);
+    }
+    if !o.healthy {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the member Lease is not renewed".to_owned());
+    }
+    if !o.settled() || listed < o.owned.len() {
+        let msg = format!("{} of {} assigned buckets owned, {listed} listed", o.owned.len(), o.desired.len());
+        return (StatusCode::SERVICE_UNAVAILABLE, msg);
+    }
+    (StatusCode::OK, format!("ok: {} buckets", o.owned.len()))
+}
+
+/// The worker's bucket set, driven by the coordinator.
+struct Workers(BucketSet);
+
+impl Buckets for Workers {
+    fn start(&mut self, bucket: u32, epoch: i32) {
+        self.0.start(bucket, epoch);
+    }
+    fn stop(&mut self, bucket: u32) -> BoxFuture<'static, ()> {
+        self.0.stop(bucket).boxed()
+    }
+    fn abort_all(&mut self) {
+        self.0.abort_all();
     }
 }
 
@@ -142,13 +197,27 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         ));
     }
     let config = client_config(&args, &identity).await?;
+    let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+    let timing = Timing {
+        renew_period: args.renew_period,
+        renew_deadline: args.renew_deadline,
+        lease_duration: args.lease_duration,
+        join_grace: args.join_grace,
+        ..Timing::default()
+    };
+    let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets: args.buckets, timing };
+    coordination.validate().map_err(|e| e.to_string())?;
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
         tokio::spawn(follow_clock(clock.clone(), url.clone()));
     }
     let settings = Settings { identity: identity.clone(), buckets: args.buckets, selector: args.selector.clone() };
-    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock).map_err(|e| e.to_string())?;
+    let mut metrics = Metrics::default();
+    let coordinator_metrics = cronshard_coordinator::Metrics::default();
+    coordinator_metrics.register(metrics.registry_mut());
+    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock, metrics)
+        .map_err(|e| e.to_string())?;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await
@@ -159,10 +228,11 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         let _ = writeln!(out, "http://{addr}");
         let _ = out.flush();
     }
-    tracing::info!(%identity, metrics = %addr, buckets = args.buckets.get(), "cronshard running");
-    let health = Health { ctx: ctx.clone(), ready: ready.clone() };
+    tracing::info!(%identity, metrics = %addr, buckets = args.buckets.get(), namespace = %coordination.namespace, "cronshard running");
+    let (ownership_tx, ownership) = tokio::sync::watch::channel(Ownership::default());
+    let health = Health { ctx: ctx.clone(), ready: ready.clone(), ownership: ownership.clone() };
     let app = Router::new()
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(serve_metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .with_state(health);
@@ -170,12 +240,41 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let http = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    let workers = tokio::spawn(cronshard_worker::run_all_buckets(ctx, stop_rx, ready));
-    crate::sim_cmd::shutdown_signal().await;
-    tracing::info!("SIGTERM: finishing in-flight syncs");
+    // The labellers follow the owned set.
+    let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
+    let mut follow = ownership.clone();
+    tokio::spawn(async move {
+        while follow.changed().await.is_ok() {
+            let owned = follow.borrow_and_update().owned.clone();
+            owned_tx.send_if_modified(|current| std::mem::replace(current, owned.clone()) != owned);
+        }
+    });
+    let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
+    let workers = Workers(BucketSet::new(ctx.clone(), ready));
+    let mut coordinator = tokio::spawn(cronshard_coordinator::run(
+        ctx.client.clone(),
+        coordination,
+        workers,
+        coordinator_metrics,
+        ownership_tx,
+        stop_rx,
+    ));
+    tokio::select! {
+        () = crate::sim_cmd::shutdown_signal() => {}
+        ended = &mut coordinator => {
+            http.abort();
+            return match ended {
+                Ok(Ok(())) => Err("the coordinator stopped".to_owned()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("the coordinator failed: {e}")),
+            };
+        }
+    }
+    tracing::info!("SIGTERM: handing every bucket back");
     let _ = stop_tx.send(true);
-    // In-flight syncs finish; bound the wait so a hung API server cannot block shutdown forever.
-    let _ = tokio::time::timeout(Duration::from_secs(20), workers).await;
+    // Buckets stop (in-flight syncs finish) and are released; the coordinator bounds the wait.
+    let _ = tokio::time::timeout(Duration::from_secs(30), coordinator).await;
+    labellers.abort();
     http.abort();
     Ok(())
 }

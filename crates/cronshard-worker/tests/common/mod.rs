@@ -24,7 +24,7 @@ pub async fn serve(state: SimState) -> kube::Config {
 /// A single-bucket replica's context (every CronJob is in bucket 0), unlimited client.
 pub fn context(config: kube::Config, clock: &Clock) -> Arc<Context> {
     let settings = Settings { identity: "replica-test".into(), buckets: NonZeroU32::MIN, selector: None };
-    Context::new(config, Limiter::new(0.0, 1), settings, clock.clone()).expect("context")
+    Context::new(config, Limiter::new(0.0, 1), settings, clock.clone(), Default::default()).expect("context")
 }
 
 /// Moves both clocks so that the next minute boundary is `lead` seconds away; returns it.

@@ -1,0 +1,166 @@
+//! cronshard's Lease objects: names, labels, what a Lease says (`LeaseInfo`) and how the
+//! member and bucket Leases are written.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+
+/// The role label every cronshard Lease carries.
+pub const ROLE_LABEL: &str = "cronshard.io/role";
+/// The bucket count a member (or a bucket Lease's holder) runs with.
+pub const BUCKETS_ANNOTATION: &str = "cronshard.io/buckets";
+pub const MEMBER_PREFIX: &str = "cronshard-member-";
+pub const BUCKET_PREFIX: &str = "cronshard-bucket-";
+
+/// What a Lease is for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Member(String),
+    Bucket(u32),
+}
+
+/// The parts of a Lease the protocol reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseInfo {
+    pub role: Role,
+    pub name: String,
+    pub resource_version: String,
+    pub holder: Option<String>,
+    pub transitions: i32,
+    pub bucket_count: Option<u32>,
+    /// RFC 3339, as written (ordered as text: the server writes one format).
+    pub acquire_time: Option<String>,
+}
+
+impl LeaseInfo {
+    /// Reads a Lease; `None` for Leases that are not cronshard's.
+    pub fn from_lease(lease: &Lease) -> Option<LeaseInfo> {
+        let name = lease.metadata.name.clone()?;
+        let role = lease.metadata.labels.as_ref()?.get(ROLE_LABEL)?;
+        let role = match role.as_str() {
+            "member" => Role::Member(name.strip_prefix(MEMBER_PREFIX)?.to_owned()),
+            "bucket" => Role::Bucket(name.strip_prefix(BUCKET_PREFIX)?.parse().ok()?),
+            _ => return None,
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        Some(LeaseInfo {
+            role,
+            name,
+            resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
+            holder: spec.holder_identity,
+            transitions: spec.lease_transitions.unwrap_or(0),
+            bucket_count: lease
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(BUCKETS_ANNOTATION))
+                .and_then(|c| c.parse().ok()),
+            acquire_time: spec.acquire_time.map(|t| t.0.to_string()),
+        })
+    }
+}
+
+pub fn member_name(identity: &str) -> String {
+    format!("{MEMBER_PREFIX}{identity}")
+}
+
+pub fn bucket_name(bucket: u32) -> String {
+    format!("{BUCKET_PREFIX}{bucket}")
+}
+
+fn now() -> MicroTime {
+    MicroTime(k8s_openapi::jiff::Timestamp::now())
+}
+
+fn meta(name: String, role: &str, buckets: u32, resource_version: Option<String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        labels: Some(BTreeMap::from([(ROLE_LABEL.to_owned(), role.to_owned())])),
+        annotations: Some(BTreeMap::from([(BUCKETS_ANNOTATION.to_owned(), buckets.to_string())])),
+        resource_version,
+        ..ObjectMeta::default()
+    }
+}
+
+/// A member Lease (new when `resource_version` is `None`), renewed now.
+pub fn member_lease(
+    identity: &str,
+    buckets: u32,
+    duration_s: i32,
+    acquired: Option<MicroTime>,
+    resource_version: Option<String>,
+) -> Lease {
+    Lease {
+        metadata: meta(member_name(identity), "member", buckets, resource_version),
+        spec: Some(LeaseSpec {
+            holder_identity: Some(identity.to_owned()),
+            lease_duration_seconds: Some(duration_s),
+            acquire_time: Some(acquired.unwrap_or_else(now)),
+            renew_time: Some(now()),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// A bucket Lease held by `holder` (empty: released) after `transitions` hand-offs.
+pub fn bucket_lease(
+    bucket: u32,
+    holder: &str,
+    buckets: u32,
+    duration_s: i32,
+    transitions: i32,
+    resource_version: Option<String>,
+) -> Lease {
+    Lease {
+        metadata: meta(bucket_name(bucket), "bucket", buckets, resource_version),
+        spec: Some(LeaseSpec {
+            holder_identity: Some(holder.to_owned()),
+            lease_duration_seconds: Some(duration_s),
+            lease_transitions: Some(transitions),
+            acquire_time: Some(now()),
+            renew_time: Some(now()),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// Claims bucket `bucket` for `holder` over the Lease as last seen (`current`): a create if
+/// there was none, else a PUT carrying its resourceVersion, so of two claimants working from
+/// the same copy exactly one wins and the other gets 409. The epoch (leaseTransitions) goes
+/// up by one with every claim.
+pub async fn claim(
+    api: &kube::Api<Lease>,
+    bucket: u32,
+    holder: &str,
+    buckets: u32,
+    duration_s: i32,
+    current: Option<&LeaseInfo>,
+) -> kube::Result<Lease> {
+    let transitions = current.map_or(0, |c| c.transitions.saturating_add(1));
+    let rv = current.map(|c| c.resource_version.clone());
+    let lease = bucket_lease(bucket, holder, buckets, duration_s, transitions, rv);
+    match current {
+        None => api.create(&kube::api::PostParams::default(), &lease).await,
+        Some(_) => api.replace(&bucket_name(bucket), &kube::api::PostParams::default(), &lease).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leases_round_trip() {
+        let info = LeaseInfo::from_lease(&bucket_lease(7, "r1", 64, 15, 3, Some("42".into()))).expect("ours");
+        assert_eq!(info.role, Role::Bucket(7));
+        assert_eq!(info.holder.as_deref(), Some("r1"));
+        assert_eq!((info.transitions, info.bucket_count, info.resource_version.as_str()), (3, Some(64), "42"));
+        let info = LeaseInfo::from_lease(&member_lease("pod-a", 64, 15, None, None)).expect("ours");
+        assert_eq!(info.role, Role::Member("pod-a".into()));
+        assert!(info.acquire_time.is_some());
+        let foreign =
+            Lease { metadata: ObjectMeta { name: Some("kube-scheduler".into()), ..Default::default() }, spec: None };
+        assert!(LeaseInfo::from_lease(&foreign).is_none());
+    }
+}

@@ -1,0 +1,246 @@
+//! The Lease protocol against the in-process simulator, with short timings: a claim race has
+//! one winner, a dead holder's buckets are taken only after its Lease expired, and a
+//! partitioned holder stops acting before anyone else may take over.
+
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cronshard_coordinator::lease::{LeaseInfo, bucket_name, claim};
+use cronshard_coordinator::{Buckets, Metrics, Ownership, Settings, Timing};
+use cronshard_sim::faults::PartitionMode;
+use cronshard_sim::{Config, SimState};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+
+const TIMING: Timing = Timing {
+    renew_period: Duration::from_millis(200),
+    renew_deadline: Duration::from_millis(1000),
+    lease_duration: Duration::from_millis(1500),
+    join_grace: Duration::from_millis(300),
+    claim_jitter: Duration::from_millis(50),
+};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Did {
+    Start(u32, i32),
+    Stop(u32),
+    AbortAll,
+}
+
+/// Records what the coordinator asked of its workers, with when.
+#[derive(Clone, Debug, Default)]
+struct Log(Arc<Mutex<Vec<(Instant, String, Did)>>>);
+
+impl Log {
+    fn push(&self, who: &str, did: Did) {
+        self.0.lock().expect("log").push((Instant::now(), who.to_owned(), did));
+    }
+    fn entries(&self) -> Vec<(Instant, String, Did)> {
+        self.0.lock().expect("log").clone()
+    }
+}
+
+#[derive(Debug)]
+struct FakeBuckets {
+    who: String,
+    log: Log,
+}
+
+impl Buckets for FakeBuckets {
+    fn start(&mut self, bucket: u32, epoch: i32) {
+        self.log.push(&self.who, Did::Start(bucket, epoch));
+    }
+    fn stop(&mut self, bucket: u32) -> BoxFuture<'static, ()> {
+        self.log.push(&self.who, Did::Stop(bucket));
+        async {}.boxed()
+    }
+    fn abort_all(&mut self) {
+        self.log.push(&self.who, Did::AbortAll);
+    }
+}
+
+async fn serve(state: SimState) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(axum::serve(listener, cronshard_sim::app(state)).into_future());
+    format!("http://{addr}")
+}
+
+/// A client authenticated as `user` (the sim's partitions are per user).
+fn client(url: &str, user: &str) -> kube::Client {
+    let mut config = kube::Config::new(url.parse().expect("url"));
+    config.auth_info.token = Some(format!("token-{user}").into());
+    kube::Client::try_from(config).expect("client")
+}
+
+fn sim_with_users(users: &[&str]) -> SimState {
+    let mut config = Config { runner: None, ..Config::default() };
+    for user in users {
+        config.tokens.insert(
+            format!("token-{user}"),
+            cronshard_sim::auth::User { name: (*user).to_owned(), groups: vec!["system:authenticated".into()] },
+        );
+    }
+    SimState::new(config)
+}
+
+struct Replica {
+    stop: tokio::sync::watch::Sender<bool>,
+    ownership: tokio::sync::watch::Receiver<Ownership>,
+    task: tokio::task::JoinHandle<cronshard_coordinator::Result<()>>,
+}
+
+fn replica(url: &str, who: &str, buckets: u32, log: &Log) -> Replica {
+    let settings = Settings {
+        identity: who.to_owned(),
+        namespace: "default".into(),
+        buckets: NonZeroU32::new(buckets).expect("buckets"),
+        timing: TIMING,
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (owned, ownership) = tokio::sync::watch::channel(Ownership::default());
+    let fake = FakeBuckets { who: who.to_owned(), log: log.clone() };
+    let task =
+        tokio::spawn(cronshard_coordinator::run(client(url, who), settings, fake, Metrics::default(), owned, stopped));
+    Replica { stop, ownership, task }
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn holders(sim: &SimState, buckets: u32) -> BTreeMap<u32, String> {
+    (0..buckets)
+        .filter_map(|b| {
+            let lease = sim.store().get(cronshard_sim::Resource::Leases, "default", &bucket_name(b))?;
+            Some((b, lease.value()["spec"]["holderIdentity"].as_str().unwrap_or_default().to_owned()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_claimants_racing_for_one_bucket_one_wins() {
+    let sim = sim_with_users(&["a", "b"]);
+    let url = serve(sim.clone()).await;
+    let (a, b): (Api<Lease>, Api<Lease>) =
+        (Api::namespaced(client(&url, "a"), "default"), Api::namespaced(client(&url, "b"), "default"));
+    // Both find no Lease and create one at once.
+    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, None), claim(&b, 0, "b", 1, 15, None));
+    assert_eq!(usize::from(ra.is_ok()) + usize::from(rb.is_ok()), 1, "exactly one create wins: {ra:?} {rb:?}");
+    // Released, then both claim from the same copy: one PUT wins, the other gets 409.
+    let current = a.get(&bucket_name(0)).await.expect("lease");
+    let info = LeaseInfo::from_lease(&current).expect("ours");
+    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, Some(&info)), claim(&b, 0, "b", 1, 15, Some(&info)));
+    let codes: Vec<u16> = [&ra, &rb]
+        .iter()
+        .map(|r| match r {
+            Ok(_) => 200,
+            Err(kube::Error::Api(s)) => s.code,
+            Err(_) => 0,
+        })
+        .collect();
+    assert!(codes == [200, 409] || codes == [409, 200], "{codes:?}");
+    let winner = ra.or(rb).expect("a winner");
+    assert_eq!(winner.spec.and_then(|s| s.lease_transitions), Some(info.transitions + 1), "a new epoch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_split_the_buckets_and_take_over_after_expiry() {
+    let sim = sim_with_users(&["a", "b"]);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let a = replica(&url, "a", 8, &log);
+    let b = replica(&url, "b", 8, &log);
+    let settled = |r: &Replica| r.ownership.borrow().settled() && !r.ownership.borrow().owned.is_empty();
+    wait_for("both settled", || settled(&a) && settled(&b) && a.ownership.borrow().desired.len() == 4).await;
+    let (own_a, own_b) = (a.ownership.borrow().owned.clone(), b.ownership.borrow().owned.clone());
+    assert!(own_a.is_disjoint(&own_b));
+    assert_eq!(own_a.union(&own_b).count(), 8);
+    let map = holders(&sim, 8);
+    assert!(own_a.iter().all(|k| map[k] == "a") && own_b.iter().all(|k| map[k] == "b"));
+
+    // a crashes: its Leases stay behind, nobody releases them.
+    a.task.abort();
+    let crashed = Instant::now();
+    wait_for("b owns everything", || b.ownership.borrow().owned.len() == 8).await;
+    let taken: Vec<Instant> = log
+        .entries()
+        .iter()
+        .filter(|(at, who, did)| who == "b" && *at > crashed && matches!(did, Did::Start(k, _) if own_a.contains(k)))
+        .map(|(at, _, _)| *at)
+        .collect();
+    assert_eq!(taken.len(), own_a.len());
+    // a's last renewal was at most one renew period before the crash.
+    let earliest = crashed + TIMING.lease_duration - TIMING.renew_period;
+    assert!(taken.iter().all(|t| *t >= earliest), "taken over before a's Lease expired");
+    assert!(holders(&sim, 8).values().all(|h| h == "b"));
+
+    // Graceful exit releases everything and leaves the member set.
+    let _ = b.stop.send(true);
+    b.task.await.expect("joins").expect("runs");
+    assert!(holders(&sim, 8).values().all(String::is_empty), "{:?}", holders(&sim, 8));
+    assert!(sim.store().get(cronshard_sim::Resource::Leases, "default", "cronshard-member-b").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_holder_stops_before_anyone_takes_over() {
+    let sim = sim_with_users(&["a", "b"]);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let a = replica(&url, "a", 4, &log);
+    let b = replica(&url, "b", 4, &log);
+    wait_for("both settled", || {
+        let (oa, ob) = (a.ownership.borrow().clone(), b.ownership.borrow().clone());
+        oa.settled() && ob.settled() && oa.owned.len() == 2 && ob.owned.len() == 2
+    })
+    .await;
+    let own_a = a.ownership.borrow().owned.clone();
+    let audit_before = sim.0.audit.since(0).len();
+
+    sim.0.faults.update(|f| {
+        f.partitions.insert("a".into(), PartitionMode::Hang);
+    });
+    sim.drop_watches();
+    let cut = Instant::now();
+    wait_for("b takes a's buckets", || b.ownership.borrow().owned.len() == 4).await;
+    let entries = log.entries();
+    let fenced = entries.iter().find(|(at, who, did)| who == "a" && *at > cut && *did == Did::AbortAll).map(|e| e.0);
+    let first_takeover = entries
+        .iter()
+        .filter(|(at, who, did)| who == "b" && *at > cut && matches!(did, Did::Start(k, _) if own_a.contains(k)))
+        .map(|e| e.0)
+        .min();
+    let (fenced, taken) = (fenced.expect("a fenced itself"), first_takeover.expect("b took over"));
+    assert!(fenced < taken, "a stopped acting {:?} before b started", taken - fenced);
+    assert!(fenced <= cut + TIMING.renew_deadline + TIMING.renew_period, "a fenced on time");
+    // Nothing of a's reached the server while it was cut off.
+    let during: Vec<_> = sim.0.audit.since(0).into_iter().skip(audit_before).filter(|r| r.user == "a").collect();
+    assert!(during.iter().all(|r| r.code >= 500 || r.verb == "watch"), "{during:?}");
+
+    // Healed, a rejoins as a new claimant and gets its share back with a new epoch.
+    sim.0.faults.update(|f| {
+        f.partitions.remove("a");
+    });
+    wait_for("a back", || a.ownership.borrow().owned.len() == 2 && b.ownership.borrow().owned.len() == 2).await;
+    let epochs: HashMap<u32, i32> = log
+        .entries()
+        .iter()
+        .filter(|(at, who, _)| who == "a" && *at > cut)
+        .filter_map(|(_, _, did)| if let Did::Start(k, e) = did { Some((*k, *e)) } else { None })
+        .collect();
+    assert!(epochs.values().all(|e| *e >= 2), "claimed by a, then b, then a again: {epochs:?}");
+    for r in [a, b] {
+        let _ = r.stop.send(true);
+        let _ = r.task.await;
+    }
+}

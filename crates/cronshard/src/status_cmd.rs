@@ -1,0 +1,59 @@
+//! `cronshard status`: prints the bucket map the Leases describe.
+
+use std::io::Write;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the Leases (the release namespace); default: the kubeconfig's.
+    #[arg(long, short = 'n', env = "POD_NAMESPACE")]
+    namespace: Option<String>,
+    /// The deployment's bucket count.
+    #[arg(long, env = "CRONSHARD_BUCKETS", default_value_t = NonZeroU32::new(64).expect("non-zero"))]
+    buckets: NonZeroU32,
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: Output,
+}
+
+pub(crate) fn run(args: StatusArgs) -> ExitCode {
+    let result = tokio::runtime::Runtime::new().map_err(|e| e.to_string()).and_then(|rt| rt.block_on(report(&args)));
+    let mut out = std::io::stdout().lock();
+    match result {
+        Ok(text) => {
+            let _ = out.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn report(args: &StatusArgs) -> Result<String, String> {
+    let config = crate::run_cmd::kube_config(args.kubeconfig.as_deref()).await?;
+    let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let api: Api<Lease> = Api::namespaced(client, &namespace);
+    let report =
+        cronshard_coordinator::status::read(&api, &namespace, args.buckets.get()).await.map_err(|e| e.to_string())?;
+    Ok(match args.output {
+        Output::Text => cronshard_coordinator::status::render(&report),
+        Output::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+    })
+}
