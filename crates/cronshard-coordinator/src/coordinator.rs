@@ -168,7 +168,10 @@ pub async fn run<B: Buckets>(
                         c.index.delete(&info.role, Instant::now());
                     }
                 }
-                Some(Err(e)) => tracing::warn!(error = %e, "Lease watch failed; retrying"),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "Lease watch failed; retrying");
+                    c.index.restart_observation(Instant::now());
+                }
                 None => break,
             },
             Some(done) = c.handovers.join_next(), if !c.handovers.is_empty() => c.handover_done(done),
@@ -198,6 +201,8 @@ impl<B: Buckets> Coordinator<B> {
         let healthy = self.renewed_at.is_some_and(|t| now.duration_since(t) < self.settings.timing.renew_deadline);
         self.publish(healthy, &view);
         if !healthy {
+            // Cut off: what the index says about others is going stale.
+            self.index.restart_observation(now);
             if !self.held.is_empty() || !self.releasing.is_empty() {
                 self.fence();
                 self.publish(healthy, &view);
@@ -217,6 +222,10 @@ impl<B: Buckets> Coordinator<B> {
         for b in view.mine.iter().copied() {
             if self.held.contains_key(&b) || self.releasing.contains(&b) {
                 continue;
+            }
+            // Many claims in a row (start-up, a takeover under load) must not starve renewals.
+            if Instant::now() >= self.next_renew {
+                self.renew().await;
             }
             match self.index.bucket_state(b, now) {
                 BucketState::Held(_) => {
@@ -260,8 +269,10 @@ impl<B: Buckets> Coordinator<B> {
                 Some(_) => self.api.replace(&name, &PostParams::default(), &lease).await,
             }
         };
-        // A hung call must not hold the loop past the next renewal.
-        match tokio::time::timeout(timing.renew_period, call).await {
+        // Bounded, so a hung call cannot hold the loop; but a slow server (a herd queueing in
+        // flow control) gets until the renew deadline before the next attempt.
+        let left = self.renewed_at.map_or(timing.renew_deadline, |t| timing.renew_deadline.saturating_sub(t.elapsed()));
+        match tokio::time::timeout(left.max(timing.renew_period), call).await {
             Ok(Ok(fresh)) => {
                 self.member_rv = fresh.metadata.resource_version.clone();
                 self.acquired = fresh.spec.as_ref().and_then(|s| s.acquire_time.clone());

@@ -189,6 +189,17 @@ impl Membership {
         self.publish(now);
     }
 
+    /// This replica could not observe (its watch failed, or it was cut off): nobody may be
+    /// judged dead until it has watched them, caught up, for a full lease duration again.
+    /// Without this, a replica back from a partition would see every member's last change
+    /// from before the partition and claim live members' buckets before its watch catches up.
+    pub fn restart_observation(&mut self, now: Instant) {
+        for seen in self.members.values_mut().chain(self.bucket_leases.values_mut()) {
+            seen.changed_at = seen.changed_at.max(now);
+        }
+        self.publish(now);
+    }
+
     /// Re-judges liveness as time passes.
     pub fn tick(&mut self, now: Instant) {
         self.publish(now);
@@ -361,6 +372,17 @@ mod tests {
         assert_eq!(m.bucket_state(1, t0 + 15 * S), BucketState::HolderDead("b".into()));
         m.delete(&Role::Bucket(2), t0);
         assert_eq!(m.bucket_state(2, t0), BucketState::Absent);
+    }
+
+    #[test]
+    fn an_observer_that_was_cut_off_judges_nobody_dead_until_it_has_watched_again() {
+        let t0 = Instant::now();
+        let mut m = Membership::new("a", 4, Timing::default());
+        m.reset(vec![member("a", 1, 4, "1"), member("b", 2, 4, "2"), bucket(1, "b", 3)], t0);
+        // a's watch was down from t0 to t0+20 s: b's renewals never reached it.
+        m.restart_observation(t0 + 20 * S);
+        assert_eq!(m.bucket_state(1, t0 + 21 * S), BucketState::Held("b".into()));
+        assert_eq!(m.bucket_state(1, t0 + 35 * S), BucketState::HolderDead("b".into()));
     }
 
     #[test]

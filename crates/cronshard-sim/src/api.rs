@@ -186,7 +186,14 @@ async fn serve(
             )));
         }
     }
-    let seat = shared.flow.admit(&user.name, is_write(verb)).await?;
+    // Leases are served in their own priority level, as kube-apiserver's `leader-election`
+    // level serves lease traffic that a FlowSchema routes there (cronshard's chart ships one):
+    // a replica's renewals never queue behind its own herd of Job creates.
+    let seat = if target.resource == Resource::Leases {
+        None
+    } else {
+        Some(shared.flow.admit(&user.name, is_write(verb)).await?)
+    };
     if shared.faults.should_fail(verb) {
         return Err(ApiError::InternalError(format!("injected failure for {verb}")));
     }

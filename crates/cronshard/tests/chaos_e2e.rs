@@ -1,0 +1,307 @@
+//! Chaos across minute boundaries, all real processes: `cronshard sim` and 3 replicas,
+//! 2,000 CronJobs firing every minute while a replica is SIGKILLed and restarted, another is
+//! partitioned for longer than the lease duration, history is compacted and watches dropped,
+//! and the deployment scales 3 -> 5 -> 2. From the audit log: every run created exactly once,
+//! and in every bucket no replica writes after another has claimed it.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{Proc, http, spawn, spawn_logged, terminate};
+use serde_json::{Value, json};
+
+const CRONJOBS: usize = 2000;
+const REPLICAS: [&str; 5] = ["r1", "r2", "r3", "r4", "r5"];
+
+struct Cluster {
+    url: String,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn now(&self) -> i64 {
+        let clock: Value = serde_json::from_str(&http("GET", &format!("{}/sim/clock", self.url), None)).expect("clock");
+        clock["now"].as_str().expect("now").parse::<jiff::Timestamp>().expect("timestamp").as_second()
+    }
+
+    /// Moves the simulator's clock (which the replicas follow) to `lead` s before the next
+    /// minute boundary; returns that boundary's minute.
+    fn before_boundary(&self, lead: i64) -> i64 {
+        let clock: Value = serde_json::from_str(&http("GET", &format!("{}/sim/clock", self.url), None)).expect("clock");
+        let offset = clock["offsetSeconds"].as_f64().expect("offset") as i64;
+        let now = self.now();
+        let shift = (60 - now.rem_euclid(60) - lead).rem_euclid(60);
+        let body = json!({"offsetSeconds": offset + shift}).to_string();
+        http("PUT", &format!("{}/sim/clock", self.url), Some(&body));
+        self.now().div_euclid(60) + 1
+    }
+
+    fn replica(&self, name: &str) -> Proc {
+        let kubeconfig = self.dir.join(format!("kubeconfig-{name}"));
+        let log = self.dir.join(format!("{name}.log"));
+        let (proc_, _metrics) = spawn_logged(
+            &[
+                "run",
+                "--kubeconfig",
+                kubeconfig.to_str().expect("utf-8"),
+                "--identity",
+                name,
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--qps",
+                "0",
+                "--renew-period",
+                "500ms",
+                "--renew-deadline",
+                "3s",
+                "--lease-duration",
+                "6s",
+                "--join-grace",
+                "1s",
+                "--testing-clock-from",
+                &self.url,
+            ],
+            Some(&log),
+        );
+        proc_
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        http("GET", &format!("{}/sim/audit", self.url), None)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("audit record"))
+            .collect()
+    }
+
+    /// Waits until every CronJob has a Job for `minute`.
+    fn wait_for_runs(&self, minute: i64, within: Duration) {
+        let suffix = format!("-{minute}");
+        let deadline = Instant::now() + within;
+        loop {
+            let created = self
+                .audit()
+                .iter()
+                .filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201)
+                .filter(|r| r["name"].as_str().is_some_and(|n| n.ends_with(&suffix)))
+                .count();
+            if created >= CRONJOBS {
+                return;
+            }
+            assert!(Instant::now() < deadline, "only {created} of {CRONJOBS} runs for minute {minute}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+fn seconds(record: &Value) -> f64 {
+    let t: jiff::Timestamp = record["time"].as_str().expect("time").parse().expect("timestamp");
+    t.as_millisecond() as f64 / 1000.0
+}
+
+/// How long after the fault (audit record `cut`) the last of `who`'s buckets was claimed
+/// again (by a peer, or by `who`'s restarted process: the dead or cut-off one writes nothing).
+fn takeover_seconds(audit: &[Value], cut: usize, who: &str) -> f64 {
+    let ok_write = |r: &Value| r["verb"] == "update" || r["verb"] == "create";
+    let ok = |r: &Value| r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
+    let fault = seconds(&audit[cut]);
+    let mut holder: HashMap<&str, &str> = HashMap::new();
+    for r in audit[..cut].iter().filter(|r| r["resource"] == "leases" && ok(r) && ok_write(r)) {
+        if let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) {
+            holder.insert(name, r["user"].as_str().unwrap_or_default());
+        }
+    }
+    let held: Vec<&str> = holder.iter().filter(|(_, u)| **u == who).map(|(n, _)| *n).collect();
+    assert!(!held.is_empty(), "{who} held buckets: {holder:?}");
+    held.iter()
+        .map(|lease| {
+            let taken = audit[cut..]
+                .iter()
+                .find(|r| r["name"] == *lease && ok(r) && ok_write(r))
+                .unwrap_or_else(|| panic!("{lease} of {who} taken over"));
+            seconds(taken) - fault
+        })
+        .fold(0.0, f64::max)
+}
+
+fn write_kubeconfig(path: &Path, url: &str, token: &str) {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: u\n  user:\n    \
+         token: {token}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: u\n    namespace: default\n\
+         current-context: sim\n"
+    );
+    std::fs::write(path, text).expect("kubeconfig");
+}
+
+#[test]
+fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
+    let dir = std::env::temp_dir().join(format!("cronshard-chaos-{}", std::process::id()));
+    // Replica logs stay in `dir` when the test fails.
+    std::fs::create_dir_all(&dir).expect("dir");
+    // One user per replica: the simulator partitions users.
+    let tokens: String = REPLICAS.iter().enumerate().map(|(i, r)| format!("token-{r},{r},{i}\n")).collect();
+    std::fs::write(dir.join("tokens.csv"), tokens).expect("tokens");
+    let (mut sim, url) = spawn(&[
+        "sim",
+        "--listen",
+        "127.0.0.1:0",
+        "--no-job-runner",
+        "--token-file",
+        dir.join("tokens.csv").to_str().expect("utf-8"),
+    ]);
+    for r in REPLICAS {
+        write_kubeconfig(&dir.join(format!("kubeconfig-{r}")), &url, &format!("token-{r}"));
+    }
+    let cluster = Cluster { url: url.clone(), dir: dir.clone() };
+
+    // Labelled CronJobs (64 buckets), created now at the simulator's time.
+    let created =
+        cronshard_types::Zone::utc().format_rfc3339(jiff::Timestamp::from_second(cluster.now()).expect("now"));
+    let mut seed = String::new();
+    for i in 0..CRONJOBS {
+        let (namespace, name) = ("default".to_owned(), format!("tick-{i:04}"));
+        let b = cronshard_types::bucket(&namespace, &name, std::num::NonZeroU32::new(64).expect("64"));
+        let cj = json!({"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created,
+                "labels": {"cronshard.io/bucket": b.to_string()}},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+        seed.push_str(&cj.to_string());
+        seed.push('\n');
+    }
+    http("POST", &format!("{url}/sim/load"), Some(&seed));
+
+    let mut running: BTreeMap<&str, Proc> = BTreeMap::new();
+    for r in &REPLICAS[..3] {
+        running.insert(r, cluster.replica(r));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    let mut minutes = Vec::new();
+
+    // 1. Steady state.
+    let m = cluster.before_boundary(4);
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    minutes.push(m);
+
+    // 2. SIGKILL r2 just before the boundary; its buckets wait for the Lease to expire and
+    //    their runs start late, after takeover. r2 comes back as a new process.
+    let m = cluster.before_boundary(2);
+    let killed_at = cluster.audit().len();
+    if let Some(mut p) = running.remove("r2") {
+        let _ = p.0.kill();
+        let _ = p.0.wait();
+    }
+    std::thread::sleep(Duration::from_secs(9));
+    running.insert("r2", cluster.replica("r2"));
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    minutes.push(m);
+
+    // 3. Partition r3 (its requests hang) across a boundary for twice the lease duration,
+    //    with history compacted and every watch dropped; then heal.
+    std::thread::sleep(Duration::from_secs(3));
+    let m = cluster.before_boundary(3);
+    let partitioned_at = cluster.audit().len();
+    http("POST", &format!("{url}/sim/partition"), Some(&json!({"user": "r3", "mode": "hang"}).to_string()));
+    http("POST", &format!("{url}/sim/compact"), None);
+    std::thread::sleep(Duration::from_secs(12));
+    http("POST", &format!("{url}/sim/drop-watches"), None);
+    http("POST", &format!("{url}/sim/heal"), Some(&json!({"user": "r3"}).to_string()));
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    minutes.push(m);
+
+    // 4. Scale 3 -> 5.
+    std::thread::sleep(Duration::from_secs(3));
+    for r in ["r4", "r5"] {
+        running.insert(r, cluster.replica(r));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let m = cluster.before_boundary(3);
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    minutes.push(m);
+
+    // 5. Scale 5 -> 2 (graceful: the leavers hand their buckets back).
+    for r in ["r3", "r4", "r5"] {
+        if let Some(mut p) = running.remove(r) {
+            assert_eq!(terminate(&mut p), Some(0), "{r} exits cleanly");
+        }
+    }
+    let m = cluster.before_boundary(3);
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    minutes.push(m);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let audit = cluster.audit();
+    let after_kill = takeover_seconds(&audit, killed_at, "r2");
+    let after_partition = takeover_seconds(&audit, partitioned_at, "r3");
+    {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "buckets re-owned {after_kill:.1} s after SIGKILL and {after_partition:.1} s after a partition \
+             (lease duration 6 s, renew period 0.5 s)"
+        );
+    }
+    for took in [after_kill, after_partition] {
+        assert!((5.5..9.0).contains(&took), "re-owned after {took:.1} s: a lease duration plus a little");
+    }
+    // Exactly once: every run of every minute created once, nothing created twice.
+    let mut creates: HashMap<&str, usize> = HashMap::new();
+    for r in audit.iter().filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201) {
+        *creates.entry(r["name"].as_str().unwrap_or_default()).or_default() += 1;
+    }
+    let doubled: Vec<_> = creates.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "runs created twice: {doubled:?}");
+    for m in &minutes {
+        let n = creates.keys().filter(|name| name.ends_with(&format!("-{m}"))).count();
+        assert_eq!(n, CRONJOBS, "minute {m}: {n} runs");
+    }
+    // No interleaving: each successful write to a bucket's objects comes from the replica
+    // whose write to that bucket's Lease came last (its claim), so no replica acts on a
+    // bucket after another has claimed it.
+    let mut lease_writer: HashMap<String, String> = HashMap::new();
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for r in &audit {
+        let code = r["code"].as_u64().unwrap_or(0);
+        let write = matches!(r["verb"].as_str(), Some("create" | "update" | "patch" | "delete"));
+        if !write || !(200..300).contains(&code) {
+            continue;
+        }
+        let user = r["user"].as_str().unwrap_or_default().to_owned();
+        let name = r["name"].as_str().unwrap_or_default();
+        if r["resource"] == "leases" {
+            if let Some(b) = name.strip_prefix("cronshard-bucket-") {
+                lease_writer.insert(b.to_owned(), user);
+            }
+            continue;
+        }
+        let Some(b) = r["bucket"].as_str() else { continue };
+        checked += 1;
+        if lease_writer.get(b) != Some(&user) {
+            violations.push(format!(
+                "{user} wrote {} {name} in bucket {b} held by {:?}",
+                r["resource"],
+                lease_writer.get(b)
+            ));
+        }
+    }
+    assert!(checked > minutes.len() * CRONJOBS, "creates and status writes were checked: {checked}");
+    if !violations.is_empty() {
+        let lines: Vec<String> = audit.iter().map(Value::to_string).collect();
+        let _ = std::fs::write(dir.join("audit.jsonl"), lines.join("\n"));
+    }
+    assert!(
+        violations.is_empty(),
+        "{} interleaved writes, e.g. {:?}",
+        violations.len(),
+        &violations[..violations.len().min(5)]
+    );
+
+    for (_, mut p) in running {
+        assert_eq!(terminate(&mut p), Some(0));
+    }
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}

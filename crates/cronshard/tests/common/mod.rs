@@ -1,0 +1,68 @@
+//! Helpers for the multi-process tests: spawning cronshard, a tiny HTTP client, SIGTERM.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn spawn(args: &[&str]) -> (Proc, String) {
+    spawn_logged(args, None)
+}
+
+/// Like [`spawn`], with the process's log (stderr) appended to `log`.
+pub fn spawn_logged(args: &[&str], log: Option<&std::path::Path>) -> (Proc, String) {
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(path).expect("log file")),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("cronshard starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+    (Proc(child), line.trim().to_owned())
+}
+
+/// A minimal HTTP/1.0 client (no curl on a fresh machine), enough for the admin API.
+pub fn http(method: &str, url: &str, body: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, payload) = response.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.starts_with("HTTP/1.0 2") || head.starts_with("HTTP/1.1 2"), "{method} {url}: {head}");
+    payload.to_owned()
+}
+
+pub fn terminate(p: &mut Proc) -> Option<i32> {
+    Command::new("sh").args(["-c", &format!("kill -TERM {}", p.0.id())]).status().expect("sh kill");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some(status) = p.0.try_wait().expect("wait") {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
