@@ -453,14 +453,7 @@ async fn sync_with_timeout(
     state: &CronJobState,
     children: &[ChildJob],
 ) -> Outcome {
-    let mut io = KubeJobs {
-        ctx,
-        api: Api::namespaced(ctx.client.clone(), &state.namespace),
-        cronjob: cj,
-        bucket,
-        epoch,
-        active: state.status.active.iter().map(|r| r.name.clone()).collect(),
-    };
+    let mut io = KubeJobs::new(ctx, cj, bucket, epoch);
     let span = tracing::info_span!("reconcile", cronjob = %k, bucket);
     let now = ctx.clock.now();
     match tokio::time::timeout(SYNC_TIMEOUT, sync(state, children, now, &mut io).instrument(span)).await {

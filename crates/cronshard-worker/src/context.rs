@@ -46,6 +46,30 @@ impl Clock {
         self.changed.notified().await;
     }
 
+    /// Follows the clock offset of a `cronshard sim` at `url`, polled every 200 ms (tests,
+    /// demos and benchmarks only: it is how every process shares the simulator's time).
+    pub async fn follow(self, url: String) {
+        let Ok(base) = url.trim_end_matches('/').parse::<http::Uri>() else {
+            tracing::error!(%url, "not a URL; the clock is not followed");
+            return;
+        };
+        let Ok(client) = kube::Client::try_from(kube::Config::new(base)) else { return };
+        loop {
+            let Ok(request) = http::Request::get("/sim/clock").body(Vec::new()) else { return };
+            match client.request_text(request).await {
+                Ok(text) => {
+                    if let Some(seconds) =
+                        serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["offsetSeconds"].as_f64())
+                    {
+                        self.set_offset(SignedDuration::from_secs_f64(seconds));
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the simulator's clock"),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     /// How long until `at` on this clock (zero if past).
     pub fn until(&self, at: Timestamp) -> std::time::Duration {
         let delta = at.duration_since(self.now());

@@ -11,15 +11,30 @@ use crate::limiter::Priority;
 use crate::sync::{ChildJob, CreateResult, JobRequest, Jobs};
 
 /// The Jobs of one CronJob's namespace, for one sync.
-pub(crate) struct KubeJobs<'a> {
-    pub(crate) ctx: &'a Context,
-    pub(crate) api: Api<Job>,
-    pub(crate) cronjob: &'a CronJob,
-    pub(crate) bucket: u32,
-    pub(crate) epoch: i32,
+#[derive(Debug)]
+pub struct KubeJobs<'a> {
+    ctx: &'a Context,
+    api: Api<Job>,
+    cronjob: &'a CronJob,
+    bucket: u32,
+    epoch: i32,
     /// Names in status.active: deleting one of those is part of a Replace run (urgent),
     /// deleting anything else is history cleanup (background).
-    pub(crate) active: HashSet<String>,
+    active: HashSet<String>,
+}
+
+impl<'a> KubeJobs<'a> {
+    /// For one sync of `cronjob`, in `bucket` claimed at `epoch`.
+    pub fn new(ctx: &'a Context, cronjob: &'a CronJob, bucket: u32, epoch: i32) -> Self {
+        let namespace = cronjob.metadata.namespace.clone().unwrap_or_default();
+        let active = cronjob
+            .status
+            .as_ref()
+            .and_then(|s| s.active.as_ref())
+            .map(|refs| refs.iter().filter_map(|r| r.name.clone()).collect())
+            .unwrap_or_default();
+        KubeJobs { ctx, api: Api::namespaced(ctx.client.clone(), &namespace), cronjob, bucket, epoch, active }
+    }
 }
 
 impl Jobs for KubeJobs<'_> {

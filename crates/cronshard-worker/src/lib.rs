@@ -10,7 +10,7 @@ pub mod client;
 pub mod context;
 pub mod convert;
 mod error;
-mod kube_jobs;
+pub mod kube_jobs;
 pub mod labeller;
 pub mod limiter;
 pub mod metrics;

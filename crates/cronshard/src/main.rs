@@ -1,5 +1,6 @@
 //! The `cronshard` binary: command-line entry point.
 
+mod demo_cmd;
 mod run_cmd;
 mod schedule_cmd;
 mod sim_cmd;
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A simulated cluster with replicas in one command: live progress, then a report.
+    Demo(demo_cmd::DemoArgs),
     /// Evaluate a CronJob schedule exactly as the controller does.
     #[command(subcommand)]
     Schedule(schedule_cmd::ScheduleCommand),
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         )
         .init();
     match cli.command {
+        Command::Demo(args) => demo_cmd::run(args),
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Run(args) => run_cmd::run(*args),

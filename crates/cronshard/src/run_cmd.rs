@@ -45,17 +45,17 @@ pub(crate) struct RunArgs {
     /// kubeconfig's (or service account's) namespace.
     #[arg(long, env = "POD_NAMESPACE")]
     namespace: Option<String>,
-    /// How often the member Lease is renewed (Go duration).
-    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    /// How often the member Lease is renewed .
+    #[arg(long, default_value = "2s", value_parser = crate::sim_cmd::parse_duration)]
     renew_period: Duration,
     /// A replica that has not renewed for this long stops all bucket work.
-    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::sim_cmd::parse_duration)]
     renew_deadline: Duration,
     /// Others take a replica's buckets once its member Lease has not changed for this long.
-    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    #[arg(long, default_value = "15s", value_parser = crate::sim_cmd::parse_duration)]
     lease_duration: Duration,
     /// A new replica is given buckets only after it has been a member this long.
-    #[arg(long, default_value = "3s", value_parser = go_duration)]
+    #[arg(long, default_value = "3s", value_parser = crate::sim_cmd::parse_duration)]
     join_grace: Duration,
     /// Client rate limit for the whole replica, requests per second (0 = unlimited).
     #[arg(long, env = "CRONSHARD_QPS", default_value_t = 50.0)]
@@ -67,12 +67,6 @@ pub(crate) struct RunArgs {
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
     testing_clock_from: Option<String>,
-}
-
-/// A Go duration (`15s`, `1m30s`) as a [`Duration`], for the protocol's flags.
-pub(crate) fn go_duration(text: &str) -> Result<Duration, String> {
-    let nanos = cronshard_types::schedule::parse_go_duration(text)?;
-    u64::try_from(nanos).map(Duration::from_nanos).map_err(|_| format!("{text}: must not be negative"))
 }
 
 fn hostname() -> Option<String> {
@@ -146,29 +140,6 @@ impl Buckets for Workers {
     }
 }
 
-/// Follows the simulator's clock offset (tests and demos only).
-async fn follow_clock(clock: Clock, url: String) {
-    let Ok(base) = url.trim_end_matches('/').parse::<axum::http::Uri>() else {
-        tracing::error!(%url, "--testing-clock-from is not a URL");
-        return;
-    };
-    let Ok(client) = kube::Client::try_from(kube::Config::new(base)) else { return };
-    loop {
-        let request = axum::http::Request::get("/sim/clock").body(Vec::new()).expect("static request");
-        match client.request_text(request).await {
-            Ok(text) => {
-                if let Some(seconds) =
-                    serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["offsetSeconds"].as_f64())
-                {
-                    clock.set_offset(jiff::SignedDuration::from_secs_f64(seconds));
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the simulator's clock"),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 pub(crate) fn run(args: RunArgs) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -210,7 +181,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
-        tokio::spawn(follow_clock(clock.clone(), url.clone()));
+        tokio::spawn(clock.clone().follow(url.clone()));
     }
     let settings = Settings { identity: identity.clone(), buckets: args.buckets, selector: args.selector.clone() };
     let mut metrics = Metrics::default();

@@ -74,7 +74,7 @@ pub(crate) struct SimArgs {
     load: Vec<PathBuf>,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if text == "0" {
         return Ok(Duration::ZERO);
     }
@@ -141,7 +141,7 @@ fn config(args: &SimArgs) -> Result<Config, String> {
     Ok(config)
 }
 
-fn kubeconfig(server: &str, token: Option<&str>) -> String {
+pub(crate) fn kubeconfig(server: &str, token: Option<&str>) -> String {
     let user = match token {
         Some(t) => format!("\n    token: {t}"),
         None => " {}".to_owned(),

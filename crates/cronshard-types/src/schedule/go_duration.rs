@@ -3,7 +3,7 @@
 /// Nanoseconds of a Go duration string, or Go's error text. Follows Go's grammar exactly:
 /// `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, plain `0`, units ns us µs μs ms s m h, and overflow
 /// beyond an `i64` of nanoseconds.
-pub fn parse(text: &str) -> Result<i64, String> {
+pub(super) fn parse(text: &str) -> Result<i64, String> {
     let invalid = || format!("time: invalid duration {text:?}");
     let mut s = text;
     let mut negative = false;

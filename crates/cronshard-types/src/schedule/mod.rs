@@ -8,7 +8,6 @@ use std::fmt;
 
 use jiff::Timestamp;
 
-pub use go_duration::parse as parse_go_duration;
 pub use parse::SpecFields;
 
 use crate::error::Result;

@@ -1,0 +1,216 @@
+//! A run's result from the simulator's audit log: expected runs against created Jobs
+//! (missed, duplicates), skew, herd drain times against their lower bound, request counts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use cronshard_types::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::scenario::CronJobSeed;
+
+/// A Job creation seen in the audit log, keyed by what its deterministic name says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Created {
+    pub namespace: String,
+    pub cronjob: String,
+    /// The scheduled time as unix minutes (the name's suffix).
+    pub minute: i64,
+    /// When the create was answered (server time), unix seconds.
+    pub at: f64,
+}
+
+fn seconds(record: &Value) -> Option<f64> {
+    let t: Timestamp = record["time"].as_str()?.parse().ok()?;
+    Some(t.as_millisecond() as f64 / 1000.0)
+}
+
+/// The successful Job creates in `records`.
+pub fn creates(records: &[Value]) -> Vec<Created> {
+    records
+        .iter()
+        .filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201)
+        .filter_map(|r| {
+            let name = r["name"].as_str()?;
+            let (cronjob, minute) = name.rsplit_once('-')?;
+            Some(Created {
+                namespace: r["namespace"].as_str()?.to_owned(),
+                cronjob: cronjob.to_owned(),
+                minute: minute.parse().ok()?,
+                at: seconds(r)?,
+            })
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    pub fn of(values: &mut [f64]) -> Percentiles {
+        if values.is_empty() {
+            return Percentiles::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let at = |p: f64| values[((values.len() as f64 * p) as usize).min(values.len() - 1)];
+        let round = |v: f64| (v * 1000.0).round() / 1000.0;
+        Percentiles { p50: round(at(0.50)), p99: round(at(0.99)), max: round(values[values.len() - 1]) }
+    }
+}
+
+/// A minute with more runs due than the server admits writes in one second.
+#[derive(Clone, Debug, Serialize)]
+pub struct Herd {
+    pub at: String,
+    pub jobs: usize,
+    /// Last create for that instant − the instant (`None`: some runs never came).
+    pub drain_s: Option<f64>,
+    pub lower_bound_s: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Analysis {
+    pub expected: usize,
+    pub created: usize,
+    pub missed: usize,
+    pub duplicates: usize,
+    /// Created Jobs for runs not expected in the window (before it, or late back-fills).
+    pub unexpected: usize,
+    pub skew_s: Percentiles,
+    /// p99 skew of runs outside herds.
+    pub skew_outside_herds_p99_s: f64,
+    pub herds: Vec<Herd>,
+    pub requests: BTreeMap<String, usize>,
+    pub http_410: usize,
+    pub http_429: usize,
+    /// (seconds from the window start to the scheduled time, skew) of every created run.
+    #[serde(skip)]
+    pub skews: Vec<(f64, f64)>,
+}
+
+/// Compares what was due in `(from, to]` with what the audit log shows was created.
+pub fn analyze(
+    seeds: &[CronJobSeed],
+    records: &[Value],
+    from: Timestamp,
+    to: Timestamp,
+    catch_up: bool,
+    admitted_writes_per_s: f64,
+) -> Analysis {
+    let mut due: HashMap<(&str, &str, i64), i64> = HashMap::new();
+    for s in seeds {
+        for t in s.expected(from, to, catch_up) {
+            due.insert((s.namespace.as_str(), s.name.as_str(), t.as_second() / 60), t.as_second());
+        }
+    }
+    let mut per_instant: BTreeMap<i64, usize> = BTreeMap::new();
+    for t in due.values() {
+        *per_instant.entry(*t).or_default() += 1;
+    }
+    let mut seen: HashMap<(String, String, i64), (usize, f64)> = HashMap::new();
+    for c in creates(records) {
+        let e = seen.entry((c.namespace, c.cronjob, c.minute)).or_insert((0, c.at));
+        e.0 += 1;
+        e.1 = e.1.min(c.at);
+    }
+    let mut a = Analysis { expected: due.len(), ..Analysis::default() };
+    let herd_size = admitted_writes_per_s.max(1.0) as usize;
+    let mut last_create: HashMap<i64, f64> = HashMap::new();
+    let mut outside = Vec::new();
+    for ((ns, name, minute), (count, at)) in &seen {
+        if *count > 1 {
+            a.duplicates += count - 1;
+        }
+        match due.get(&(ns.as_str(), name.as_str(), *minute)) {
+            Some(t) => {
+                a.created += 1;
+                let skew = (at - *t as f64).max(0.0);
+                a.skews.push(((*t - from.as_second()) as f64, skew));
+                let l = last_create.entry(*t).or_insert(*at);
+                *l = l.max(*at);
+                if per_instant.get(t).is_none_or(|n| *n <= herd_size) {
+                    outside.push(skew);
+                }
+            }
+            None => a.unexpected += 1,
+        }
+    }
+    a.missed = a.expected - a.created;
+    let mut all: Vec<f64> = a.skews.iter().map(|(_, s)| *s).collect();
+    a.skew_s = Percentiles::of(&mut all);
+    a.skew_outside_herds_p99_s = Percentiles::of(&mut outside).p99;
+    let created_per_instant: HashMap<i64, usize> = seen
+        .iter()
+        .filter_map(|((ns, name, m), _)| due.get(&(ns.as_str(), name.as_str(), *m)).copied())
+        .fold(HashMap::new(), |mut acc, t| {
+            *acc.entry(t).or_default() += 1;
+            acc
+        });
+    for (t, jobs) in &per_instant {
+        if *jobs > herd_size {
+            let complete = created_per_instant.get(t) == Some(jobs);
+            a.herds.push(Herd {
+                at: Timestamp::from_second(*t).map(|ts| ts.to_string()).unwrap_or_default(),
+                jobs: *jobs,
+                drain_s: complete
+                    .then(|| last_create.get(t).map(|l| ((l - *t as f64) * 1000.0).round() / 1000.0))
+                    .flatten(),
+                lower_bound_s: *jobs as f64 / admitted_writes_per_s.max(1.0),
+            });
+        }
+    }
+    for r in records {
+        if let Some(verb) = r["verb"].as_str() {
+            *a.requests.entry(verb.to_owned()).or_default() += 1;
+        }
+        match r["code"].as_u64() {
+            Some(410) => a.http_410 += 1,
+            Some(429) => a.http_429 += 1,
+            _ => {}
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn missed_duplicates_skew_and_herds() {
+        let hour = 1_800_000_000; // an hour boundary
+        let from = Timestamp::from_second(hour - 30).expect("ts");
+        let to = Timestamp::from_second(hour + 90).expect("ts");
+        let seeds: Vec<CronJobSeed> = (0..3)
+            .map(|i| CronJobSeed {
+                namespace: "n".into(),
+                name: format!("c{i}"),
+                schedule: "0 * * * *".into(),
+                time_zone: None,
+                created: from,
+                appears_s: 0.0,
+            })
+            .collect();
+        let at = |s: f64| Timestamp::from_millisecond(((hour as f64 + s) * 1000.0) as i64).expect("ts").to_string();
+        let minute = hour / 60;
+        let records = vec![
+            json!({"verb": "create", "resource": "jobs", "code": 201, "namespace": "n", "name": format!("c0-{minute}"), "time": at(0.5)}),
+            json!({"verb": "create", "resource": "jobs", "code": 201, "namespace": "n", "name": format!("c1-{minute}"), "time": at(2.0)}),
+            json!({"verb": "create", "resource": "jobs", "code": 201, "namespace": "n", "name": format!("c1-{minute}"), "time": at(3.0)}),
+            json!({"verb": "create", "resource": "jobs", "code": 429, "namespace": "n", "name": "", "time": at(1.0)}),
+        ];
+        let a = analyze(&seeds, &records, from, to, false, 2.0);
+        assert_eq!((a.expected, a.created, a.missed, a.duplicates), (3, 2, 1, 1));
+        assert_eq!(a.http_429, 1);
+        assert_eq!(a.skew_s.max, 2.0);
+        assert_eq!(a.herds.len(), 1, "3 due > 2 admitted per second");
+        assert_eq!(a.herds[0].drain_s, None, "a run never came: no drain time");
+        assert_eq!(a.herds[0].lower_bound_s, 1.5);
+    }
+}

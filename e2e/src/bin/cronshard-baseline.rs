@@ -1,0 +1,309 @@
+//! Baseline controllers for the benchmark, RE-IMPLEMENTATIONS of the in-tree CronJob
+//! controller's published algorithms (not the upstream code), sharing cronshard-types'
+//! schedule math and cronshard-worker's sync so that only the algorithm differs:
+//!
+//! - `v1` (before Kubernetes 1.21): every 10 s, list all Jobs, then page through all CronJobs
+//!   (500 per page, no watch cache) syncing each between pages; a 410 on the continue token
+//!   abandons the sweep, as upstream's did.
+//! - `v2` (today's): informers on all CronJobs and Jobs, a delaying queue, N workers (5 by
+//!   default), each sync scanning the Jobs of the CronJob's namespace.
+//!
+//! Both use one client token bucket (upstream: 20 QPS, burst 30).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use cronshard_types::Timestamp;
+use cronshard_worker::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
+use cronshard_worker::kube_jobs::KubeJobs;
+use cronshard_worker::limiter::{Limiter, Priority};
+use cronshard_worker::{Clock, Context, Outcome, Settings, sync};
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Algo {
+    V1,
+    V2,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "A re-implementation of the in-tree CronJob controller (v1 or v2), for benchmarks only")]
+struct Args {
+    #[arg(long, value_enum)]
+    algo: Algo,
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    #[arg(long, default_value = "baseline")]
+    identity: String,
+    /// v2 workers (upstream: 5).
+    #[arg(long, default_value_t = 5)]
+    workers: usize,
+    #[arg(long, default_value_t = 20.0)]
+    qps: f64,
+    #[arg(long, default_value_t = 30)]
+    burst: u32,
+    /// Follow a cronshard-sim's clock offset.
+    #[arg(long)]
+    testing_clock_from: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    let Ok(runtime) = tokio::runtime::Runtime::new() else { return ExitCode::FAILURE };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "baseline failed");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig).map_err(|e| e.to_string())?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(|e| e.to_string())?;
+    let clock = Clock::default();
+    if let Some(url) = &args.testing_clock_from {
+        tokio::spawn(clock.clone().follow(url.clone()));
+    }
+    let settings = Settings { identity: args.identity.clone(), buckets: NonZeroU32::MIN, selector: None };
+    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock, Default::default())
+        .map_err(|e| e.to_string())?;
+    let work = async {
+        match args.algo {
+            Algo::V1 => v1(ctx).await,
+            Algo::V2 => v2(ctx, args.workers).await,
+        }
+    };
+    tokio::select! {
+        () = work => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        () = sigterm() => Ok(()),
+    }
+}
+
+async fn sigterm() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// One sync as both algorithms do it: the pure sync, then the status write and Events.
+async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::ChildJob>) -> Option<Timestamp> {
+    let state = cronjob_state(cj)?;
+    let mut io = KubeJobs::new(ctx, cj, 0, 0);
+    let outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
+    if outcome.status_changed {
+        let namespace = state.namespace.clone();
+        let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+        let mut updated = cj.clone();
+        updated.status = Some(status_to_k8s(&namespace, &outcome.status));
+        ctx.limiter.acquire(Priority::Create).await;
+        if let Err(e) = api.replace_status(&state.name, &PostParams::default(), &updated).await {
+            tracing::debug!(cronjob = %key(&cj.metadata), error = %e, "status update failed");
+        }
+    }
+    for event in &outcome.events {
+        ctx.limiter.acquire(Priority::Create).await;
+        let published = kube::runtime::events::Event {
+            type_: match event.kind {
+                cronshard_worker::EventType::Normal => kube::runtime::events::EventType::Normal,
+                cronshard_worker::EventType::Warning => kube::runtime::events::EventType::Warning,
+            },
+            reason: event.reason.to_owned(),
+            note: Some(event.message.clone()),
+            action: "Sync".into(),
+            secondary: None,
+        };
+        let _ = ctx.recorder.publish(&published, &kube::Resource::object_ref(cj, &())).await;
+    }
+    if outcome.error.is_some() { Some(ctx.clock.now()) } else { outcome.requeue_at }
+}
+
+/// v1: a full sweep every 10 s; Jobs first, then CronJobs page by page.
+async fn v1(ctx: Arc<Context>) {
+    loop {
+        let started = tokio::time::Instant::now();
+        if let Err(e) = sweep(&ctx).await {
+            // Upstream logged and waited for the next period: the rest of the sweep is lost.
+            tracing::error!(error = %e, "sweep abandoned");
+        }
+        tokio::time::sleep_until(started + Duration::from_secs(10)).await;
+    }
+}
+
+async fn sweep(ctx: &Context) -> Result<(), kube::Error> {
+    let jobs_api: Api<Job> = Api::all(ctx.client.clone());
+    let mut owned: HashMap<String, Vec<cronshard_worker::ChildJob>> = HashMap::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        ctx.limiter.acquire(Priority::Create).await;
+        let page = jobs_api.list(&params).await?;
+        for job in &page.items {
+            if let Some(uid) = controller_uid(&job.metadata) {
+                owned.entry(uid).or_default().push(child_job(job));
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => break,
+        }
+    }
+    let cronjobs: Api<CronJob> = Api::all(ctx.client.clone());
+    let mut params = ListParams::default().limit(500);
+    loop {
+        ctx.limiter.acquire(Priority::Create).await;
+        let page = cronjobs.list(&params).await?;
+        for cj in &page.items {
+            let children = cj.metadata.uid.as_ref().and_then(|u| owned.get(u)).cloned().unwrap_or_default();
+            sync_one(ctx, cj, children).await;
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// v2's delaying queue: a key is queued at most once, at its earliest time.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(Timestamp, String)>>,
+    at: HashMap<String, Timestamp>,
+    busy: HashSet<String>,
+}
+
+async fn v2(ctx: Arc<Context>, workers: usize) {
+    let (cj_reader, cj_writer) = reflector::store::<CronJob>();
+    let (job_reader, job_writer) = reflector::store::<Job>();
+    let queue = Arc::new(Mutex::new(Queue::default()));
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let enqueue = {
+        let (queue, notify, clock) = (queue.clone(), notify.clone(), ctx.clock.clone());
+        move |k: String, at: Option<Timestamp>| {
+            let at = at.unwrap_or_else(|| clock.now());
+            let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+            if q.at.get(&k).is_some_and(|t| *t <= at) {
+                return;
+            }
+            q.at.insert(k.clone(), at);
+            q.heap.push(Reverse((at, k)));
+            drop(q);
+            notify.notify_one();
+        }
+    };
+    let cj_events = watcher(Api::<CronJob>::all(ctx.client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(cj_writer)
+        .touched_objects();
+    let job_events = watcher(Api::<Job>::all(ctx.client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(job_writer)
+        .touched_objects();
+    let by_uid: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    let informers = {
+        let (enqueue, by_uid) = (enqueue.clone(), by_uid.clone());
+        async move {
+            let cj = cj_events.for_each(|e| {
+                if let Ok(cj) = e {
+                    let k = key(&cj.metadata);
+                    if let Some(uid) = &cj.metadata.uid {
+                        by_uid.lock().unwrap_or_else(|e| e.into_inner()).insert(uid.clone(), k.clone());
+                    }
+                    enqueue(k, None);
+                }
+                async {}
+            });
+            let jobs = job_events.for_each(|e| {
+                if let Ok(job) = e
+                    && let Some(owner) = controller_uid(&job.metadata)
+                    && let Some(k) = by_uid.lock().unwrap_or_else(|e| e.into_inner()).get(&owner).cloned()
+                {
+                    enqueue(k, None);
+                }
+                async {}
+            });
+            futures::join!(cj, jobs);
+        }
+    };
+    let worker = |_: usize| {
+        let (ctx, queue, notify, enqueue) = (ctx.clone(), queue.clone(), notify.clone(), enqueue.clone());
+        let (cj_reader, job_reader) = (cj_reader.clone(), job_reader.clone());
+        async move {
+            loop {
+                let next = {
+                    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                    let now = ctx.clock.now();
+                    let mut found = None;
+                    while let Some(Reverse((at, k))) = q.heap.peek().cloned() {
+                        if at > now {
+                            break;
+                        }
+                        q.heap.pop();
+                        if q.at.get(&k) != Some(&at) {
+                            continue;
+                        }
+                        if q.busy.contains(&k) {
+                            // Being synced: look again shortly, as client-go's dirty set does.
+                            q.heap.push(Reverse((now + jiff::SignedDuration::from_millis(100), k)));
+                            break;
+                        }
+                        q.at.remove(&k);
+                        q.busy.insert(k.clone());
+                        found = Some(k);
+                        break;
+                    }
+                    found
+                };
+                let Some(k) = next else {
+                    tokio::select! {
+                        () = notify.notified() => {}
+                        () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    }
+                    continue;
+                };
+                if let Some(cj) = find(&cj_reader, &k) {
+                    // Upstream lists the namespace's Jobs from the informer and filters them.
+                    let namespace = cj.metadata.namespace.clone().unwrap_or_default();
+                    let uid = cj.metadata.uid.clone().unwrap_or_default();
+                    let children = job_reader
+                        .state()
+                        .iter()
+                        .filter(|j| j.metadata.namespace.as_deref() == Some(namespace.as_str()))
+                        .filter(|j| controller_uid(&j.metadata).as_deref() == Some(uid.as_str()))
+                        .map(|j| child_job(j))
+                        .collect();
+                    let requeue = sync_one(&ctx, &cj, children).await;
+                    queue.lock().unwrap_or_else(|e| e.into_inner()).busy.remove(&k);
+                    if let Some(at) = requeue {
+                        enqueue(k, Some(at));
+                    }
+                } else {
+                    queue.lock().unwrap_or_else(|e| e.into_inner()).busy.remove(&k);
+                }
+            }
+        }
+    };
+    let pool = futures::future::join_all((0..workers.max(1)).map(worker));
+    futures::join!(informers, pool);
+}
+
+fn find(store: &Store<CronJob>, k: &str) -> Option<Arc<CronJob>> {
+    let (namespace, name) = k.split_once('/')?;
+    store.get(&reflector::ObjectRef::new(name).within(namespace))
+}
