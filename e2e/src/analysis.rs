@@ -87,7 +87,7 @@ pub struct Analysis {
     pub requests: BTreeMap<String, usize>,
     pub http_410: usize,
     pub http_429: usize,
-    /// (seconds from the window start to the scheduled time, skew) of every created run.
+    /// (seconds from the window start to the create, skew) of every created run.
     #[serde(skip)]
     pub skews: Vec<(f64, f64)>,
 }
@@ -129,7 +129,7 @@ pub fn analyze(
             Some(t) => {
                 a.created += 1;
                 let skew = (at - *t as f64).max(0.0);
-                a.skews.push(((*t - from.as_second()) as f64, skew));
+                a.skews.push((at - from.as_second() as f64, skew));
                 let l = last_create.entry(*t).or_insert(*at);
                 *l = l.max(*at);
                 if per_instant.get(t).is_none_or(|n| *n <= herd_size) {

@@ -103,7 +103,7 @@ pub fn svg(report: &Report) -> String {
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"20\" font-size=\"14\">{}: skew of each run (log scale) over the window</text>\n",
+         <text x=\"{left}\" y=\"20\" font-size=\"14\">{}: skew of each run (log scale) against when it was created</text>\n",
         report.scenario
     );
     let y_of = |skew: f64| {
@@ -124,14 +124,14 @@ pub fn svg(report: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "<text x=\"{}\" y=\"{}\">scheduled time, seconds into the window</text>",
+        "<text x=\"{}\" y=\"{}\">Job created, seconds into the window</text>",
         left + 150.0,
         top + plot_h + 30.0
     );
     for (i, arm) in report.arms.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        // At most 4,000 points per arm keep the file small.
-        let step = (arm.analysis.skews.len() / 4000).max(1);
+        // At most 1,500 points per arm keep the file small.
+        let step = (arm.analysis.skews.len() / 1500).max(1);
         for (t, skew) in arm.analysis.skews.iter().step_by(step) {
             let _ = writeln!(
                 s,

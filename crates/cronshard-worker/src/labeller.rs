@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cronshard_types::bucket;
 use cronshard_types::keys::BUCKET_LABEL;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -18,6 +18,9 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::limiter::Priority;
+
+/// Label patches in flight at once.
+const LABEL_CONCURRENCY: usize = 16;
 
 /// Page size of the Job pass.
 const PAGE: u32 = 500;
@@ -65,36 +68,56 @@ pub async fn label_new_cronjobs(
                     }
                 });
             }
-            next = events.next() => match next {
-                Some(Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta))) => {
-                    if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
-                        let b = bucket(&namespace, &name, buckets);
-                        if owned.borrow().contains(&b) {
-                            todo.push((namespace, name, b));
-                        } else {
-                            waiting.insert((namespace, name), b);
+            next = events.next() => {
+                let Some(first) = next else { return };
+                // Take whatever else the watch has ready, so a list's worth is labelled together.
+                let mut batch = vec![first];
+                while batch.len() < 1000 {
+                    match events.next().now_or_never() {
+                        Some(Some(event)) => batch.push(event),
+                        Some(None) => return,
+                        None => break,
+                    }
+                }
+                let owned_now = owned.borrow().clone();
+                for event in batch {
+                    match event {
+                        Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
+                            if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                                let b = bucket(&namespace, &name, buckets);
+                                if owned_now.contains(&b) {
+                                    todo.push((namespace, name, b));
+                                } else {
+                                    waiting.insert((namespace, name), b);
+                                }
+                            }
                         }
+                        // Labelled (by us or a peer) or deleted: no longer waiting.
+                        Ok(watcher::Event::Delete(meta)) => {
+                            if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                                waiting.remove(&(namespace, name));
+                            }
+                        }
+                        Ok(watcher::Event::Init) => waiting.clear(),
+                        Ok(watcher::Event::InitDone) => {}
+                        Err(e) => tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying"),
                     }
                 }
-                // Labelled (by us or a peer) or deleted: no longer waiting.
-                Some(Ok(watcher::Event::Delete(meta))) => {
-                    if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
-                        waiting.remove(&(namespace, name));
-                    }
-                }
-                Some(Ok(watcher::Event::Init)) => waiting.clear(),
-                Some(Ok(watcher::Event::InitDone)) => {}
-                Some(Err(e)) => tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying"),
-                None => return,
-            },
-        }
-        for (namespace, name, b) in todo {
-            ctx.limiter.acquire(Priority::Status).await;
-            let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-            if let Err(e) = api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
-                tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob");
             }
         }
+        // Several at once: a migration labels every CronJob of the cluster in one go.
+        futures::stream::iter(todo)
+            .for_each_concurrent(LABEL_CONCURRENCY, |(namespace, name, b)| {
+                let ctx = ctx.clone();
+                async move {
+                    ctx.limiter.acquire(Priority::Status).await;
+                    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+                    if let Err(e) = api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+                        tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob");
+                    }
+                }
+            })
+            .await;
     }
 }
 

@@ -1,9 +1,11 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
 //! bucket, served by priority so that due Job creations go first under a herd.
 
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// What a call is for, most urgent first.
@@ -21,61 +23,115 @@ pub enum Priority {
 struct State {
     tokens: f64,
     refilled: Instant,
-    /// Callers waiting, by priority.
-    waiting: [usize; 3],
+    /// Callers waiting for a token, by priority, first come first served.
+    queues: [VecDeque<oneshot::Sender<()>>; 3],
+    /// Whether a task is handing out tokens to the queues.
+    pumping: bool,
+}
+
+impl State {
+    fn refill(&mut self, qps: f64, burst: f64) {
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * qps).min(burst);
+        self.refilled = now;
+    }
 }
 
 /// A token bucket with priorities. `qps <= 0` means unlimited.
+///
+/// Waiters sleep on a channel, not a timer: one pump task wakes once per token and hands it
+/// to the most urgent waiter, so 10,000 queued Events cost nothing while they wait.
 #[derive(Debug)]
 pub struct Limiter {
     qps: f64,
     burst: f64,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 impl Limiter {
     pub fn new(qps: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
-        Limiter { qps, burst, state: Mutex::new(State { tokens: burst, refilled: Instant::now(), waiting: [0; 3] }) }
+        let state = State { tokens: burst, refilled: Instant::now(), queues: Default::default(), pumping: false };
+        Limiter { qps, burst, state: Arc::new(Mutex::new(state)) }
     }
 
-    /// Waits for a token. A caller only takes one while nobody more urgent is waiting.
+    /// Waits for a token. A caller only takes one while nobody as urgent is waiting.
     pub async fn acquire(&self, priority: Priority) {
         if self.qps <= 0.0 {
             return;
         }
         let p = priority as usize;
-        let mut registered = false;
-        loop {
-            let wait = {
-                let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                let now = Instant::now();
-                let elapsed = now.saturating_duration_since(s.refilled).as_secs_f64();
-                s.tokens = (s.tokens + elapsed * self.qps).min(self.burst);
-                s.refilled = now;
-                let more_urgent_waiting = s.waiting[..p].iter().any(|n| *n > 0);
-                if s.tokens >= 1.0 && !more_urgent_waiting {
+        let granted = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.refill(self.qps, self.burst);
+            if s.tokens >= 1.0 && s.queues[..=p].iter().all(VecDeque::is_empty) {
+                s.tokens -= 1.0;
+                return;
+            }
+            let (tx, rx) = oneshot::channel();
+            s.queues[p].push_back(tx);
+            if !s.pumping {
+                s.pumping = true;
+                tokio::spawn(pump(self.state.clone(), self.qps, self.burst));
+            }
+            rx
+        };
+        // The pump only drops a sender when it hands out the token.
+        let _ = granted.await;
+    }
+}
+
+/// Hands tokens to waiters, most urgent first, until nobody waits.
+async fn pump(state: Arc<Mutex<State>>, qps: f64, burst: f64) {
+    loop {
+        let wait = {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.refill(qps, burst);
+            while s.tokens >= 1.0 {
+                let Some(waiter) = s.queues.iter_mut().find_map(VecDeque::pop_front) else { break };
+                // A waiter that gave up (its future was dropped) costs no token.
+                if waiter.send(()).is_ok() {
                     s.tokens -= 1.0;
-                    if registered {
-                        s.waiting[p] -= 1;
-                    }
-                    return;
                 }
-                if !registered {
-                    s.waiting[p] += 1;
-                    registered = true;
-                }
-                let missing = (1.0 - s.tokens).max(0.0);
-                Duration::from_secs_f64(missing / self.qps).max(Duration::from_millis(1))
-            };
-            tokio::time::sleep(wait).await;
-        }
+            }
+            if s.queues.iter().all(VecDeque::is_empty) {
+                s.pumping = false;
+                return;
+            }
+            Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / qps).max(1e-4))
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn many_waiters_are_served_at_the_rate_in_priority_order() {
+        let limiter = Arc::new(Limiter::new(100.0, 1));
+        limiter.acquire(Priority::Create).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let priority = if i % 2 == 0 { Priority::Background } else { Priority::Create };
+            let (limiter, order) = (limiter.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                limiter.acquire(priority).await;
+                order.lock().expect("lock").push(priority);
+            }));
+        }
+        let start = Instant::now();
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(1990) && elapsed <= Duration::from_millis(2100), "{elapsed:?}");
+        let order = order.lock().expect("lock").clone();
+        assert!(order[..100].iter().all(|p| *p == Priority::Create), "every creation first");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn burst_then_rate() {

@@ -57,11 +57,13 @@ pub(crate) struct RunArgs {
     /// A new replica is given buckets only after it has been a member this long.
     #[arg(long, default_value = "3s", value_parser = crate::sim_cmd::parse_duration)]
     join_grace: Duration,
-    /// Client rate limit for the whole replica, requests per second (0 = unlimited).
-    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 50.0)]
+    /// Client rate limit for the whole replica, requests per second (0 = unlimited). Sized
+    /// for herds: a minute with 10,000 runs due needs the API server's whole write rate, and
+    /// the server's own flow control (429 + Retry-After, honoured) is the real limit.
+    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 1000.0)]
     qps: f64,
     /// Client burst.
-    #[arg(long, env = "CRONSHARD_BURST", default_value_t = 100)]
+    #[arg(long, env = "CRONSHARD_BURST", default_value_t = 1000)]
     burst: u32,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.

@@ -299,7 +299,13 @@ async fn v2(ctx: Arc<Context>, workers: usize) {
             }
         }
     };
-    let pool = futures::future::join_all((0..workers.max(1)).map(worker));
+    // Like an informer-based controller, workers start once the caches have synced: a key
+    // taken before its object is in the cache would be lost.
+    let pool = async {
+        let _ = cj_reader.wait_until_ready().await;
+        let _ = job_reader.wait_until_ready().await;
+        futures::future::join_all((0..workers.max(1)).map(worker)).await;
+    };
     futures::join!(informers, pool);
 }
 

@@ -126,7 +126,7 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
         "v2-tuned" => Some((
             1,
             "re-implementation of the in-tree v2 controller, 50 workers, cronshard's client budget",
-            baseline("v2", &["--workers", "50", "--qps", "50", "--burst", "100"]),
+            baseline("v2", &["--workers", "50", "--qps", "1000", "--burst", "1000"]),
         )),
         _ => {
             let r: usize = arm.strip_prefix("cronshard-")?.parse().ok()?;
