@@ -264,12 +264,12 @@ impl Membership {
             .collect();
         let assignment = Assignment::new(&members, self.buckets);
         let mine = if refused.is_some() { BTreeSet::new() } else { assignment.buckets_of(&self.me) };
+        let me_alive = self.is_alive(&self.me, now);
         let unowned = (0..self.buckets)
-            .filter(|b| {
-                matches!(
-                    self.bucket_state(*b, now),
-                    BucketState::Absent | BucketState::Free | BucketState::HolderDead(_)
-                ) || (self.bucket_state(*b, now) == BucketState::Mine && !self.is_alive(&self.me, now))
+            .filter(|b| match self.bucket_state(*b, now) {
+                BucketState::Absent | BucketState::Free | BucketState::HolderDead(_) => true,
+                BucketState::Mine => !me_alive,
+                BucketState::Held(_) => false,
             })
             .count();
         View { member_hash: member_set_hash(&members), members, mine, refused, unowned }

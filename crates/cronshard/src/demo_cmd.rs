@@ -178,13 +178,13 @@ async fn progress(
     let mut loaded_later = false;
     let mut seen = 0;
     let mut skews: Vec<f64> = Vec::new();
-    let schedules: std::collections::HashMap<(&str, &str), ()> =
-        seeds.iter().map(|s| ((s.namespace.as_str(), s.name.as_str()), ())).collect();
+    let ours: std::collections::HashSet<(&str, &str)> =
+        seeds.iter().map(|s| (s.namespace.as_str(), s.name.as_str())).collect();
+    let later: Vec<_> = seeds.iter().filter(|s| s.appears_s > 0.0).collect();
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = sim.store().clock().now();
         let t = now.duration_since(start).as_secs_f64();
-        let later: Vec<_> = seeds.iter().filter(|s| s.appears_s > 0.0).collect();
         if !loaded_later && later.first().is_some_and(|s| t >= s.appears_s) {
             loaded_later = true;
             let buckets = NonZeroU32::MIN.saturating_add(63);
@@ -203,7 +203,7 @@ async fn progress(
             sim.0.audit.since(seen).iter().filter_map(|r| serde_json::to_value(r).ok()).collect();
         seen += records.len();
         for c in creates(&records) {
-            if schedules.contains_key(&(c.namespace.as_str(), c.cronjob.as_str())) {
+            if ours.contains(&(c.namespace.as_str(), c.cronjob.as_str())) {
                 skews.push((c.at - (c.minute * 60) as f64).max(0.0));
             }
         }
