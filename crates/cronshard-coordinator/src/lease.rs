@@ -34,6 +34,15 @@ pub struct LeaseInfo {
 }
 
 impl LeaseInfo {
+    /// `acquire_time` as microseconds since the epoch (`i64::MIN` when absent or unreadable),
+    /// for ordering: RFC 3339 text with varying fractional digits does not sort as text.
+    pub fn acquired_us(&self) -> i64 {
+        self.acquire_time
+            .as_deref()
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .map_or(i64::MIN, |t| t.as_microsecond())
+    }
+
     /// Reads a Lease; `None` for Leases that are not cronshard's.
     pub fn from_lease(lease: &Lease) -> Option<LeaseInfo> {
         let name = lease.metadata.name.clone()?;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use crate::assign::{Assignment, member_set_hash};
+use crate::assign::{Assignment, Holding, Member, member_set_hash};
 use crate::lease::{LeaseInfo, Role};
 
 /// The protocol's timings, validated together.
@@ -17,8 +17,9 @@ pub struct Timing {
     pub renew_deadline: Duration,
     /// Others judge a member dead when its Lease has not changed for this long.
     pub lease_duration: Duration,
-    /// A new member takes part in the assignment only after it has been seen this long
-    /// (hysteresis: a pod replaced quickly does not reshuffle buckets twice over).
+    /// A new member takes free buckets at once but makes others shed theirs only after it has
+    /// been seen this long (hysteresis: a pod that replaces another within it inherits that
+    /// pod's buckets, and nothing else moves).
     pub join_grace: Duration,
     /// Free buckets are claimed after a random wait up to this (no thundering claims after a
     /// full restart).
@@ -31,7 +32,7 @@ impl Default for Timing {
             renew_period: Duration::from_secs(2),
             renew_deadline: Duration::from_secs(10),
             lease_duration: Duration::from_secs(15),
-            join_grace: Duration::from_secs(3),
+            join_grace: Duration::from_secs(30),
             claim_jitter: Duration::from_millis(500),
         }
     }
@@ -85,7 +86,7 @@ pub enum BucketState {
 /// The replica's view, published on every change.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct View {
-    /// Live members with the same bucket count, settled (the assignment's input).
+    /// Live members with the same bucket count (the assignment's input; newcomers included).
     pub members: Vec<String>,
     /// The buckets this replica should own.
     pub mine: BTreeSet<u32>,
@@ -256,15 +257,29 @@ impl Membership {
                     )
                 })
         });
-        let members: Vec<String> = live
+        let candidates: Vec<Member> = live
             .iter()
             .filter(|(_, s)| s.info.bucket_count == Some(self.buckets))
-            .filter(|(_, s)| now.saturating_duration_since(s.first_seen) >= self.timing.join_grace)
-            .map(|(id, _)| (*id).clone())
+            .map(|(id, s)| Member {
+                name: (*id).clone(),
+                settled: now.saturating_duration_since(s.first_seen) >= self.timing.join_grace,
+            })
             .collect();
-        let assignment = Assignment::new(&members, self.buckets);
-        let mine = if refused.is_some() { BTreeSet::new() } else { assignment.buckets_of(&self.me) };
         let me_alive = self.is_alive(&self.me, now);
+        let holdings: BTreeMap<u32, Holding> = (0..self.buckets)
+            .filter_map(|b| {
+                let holder = match self.bucket_state(b, now) {
+                    BucketState::Held(h) => h,
+                    BucketState::Mine if me_alive => self.me.clone(),
+                    _ => return None,
+                };
+                let since = self.bucket_lease(b).map_or(i64::MIN, LeaseInfo::acquired_us);
+                Some((b, Holding { holder, since }))
+            })
+            .collect();
+        let assignment = Assignment::sticky(&candidates, self.buckets, &holdings);
+        let members: Vec<String> = assignment.members().to_vec();
+        let mine = if refused.is_some() { BTreeSet::new() } else { assignment.buckets_of(&self.me) };
         let unowned = (0..self.buckets)
             .filter(|b| match self.bucket_state(*b, now) {
                 BucketState::Absent | BucketState::Free | BucketState::HolderDead(_) => true,
@@ -327,13 +342,16 @@ mod tests {
         assert!(bad.validate().is_err());
     }
 
+    fn bucket_since(b: u32, holder: &str, rv: u32, since: &str) -> LeaseInfo {
+        LeaseInfo { acquire_time: Some(since.into()), ..bucket(b, holder, rv) }
+    }
+
     #[test]
-    fn members_join_after_the_grace_and_die_on_the_observers_clock() {
+    fn members_are_assigned_at_once_on_a_fresh_start_and_die_on_the_observers_clock() {
         let t0 = Instant::now();
         let mut m = Membership::new("a", 4, Timing::default());
         m.reset(vec![member("a", 1, 4, "1"), member("b", 2, 4, "2")], t0);
-        assert!(m.view().members.is_empty(), "nobody has settled yet");
-        m.tick(t0 + 3 * S);
+        // Nobody has settled and nobody holds anything: a fresh start, everybody counts.
         assert_eq!(m.view().members, vec!["a", "b"]);
         assert_eq!(m.view().mine, Assignment::new(["a", "b"], 4).buckets_of("a"));
         // a renews, b does not: b dies 15 s after a's clock last saw it change.
@@ -347,6 +365,40 @@ mod tests {
         // A re-delivered copy (same resourceVersion) is no sign of life.
         m.apply(member("b", 2, 4, "2"), t0 + 16 * S);
         assert!(!m.is_alive("b", t0 + 16 * S));
+    }
+
+    #[test]
+    fn a_newcomer_takes_free_buckets_at_once_and_others_only_after_its_grace() {
+        let t0 = Instant::now();
+        let mut c = Membership::new("c", 4, Timing { join_grace: 3 * S, ..Timing::default() });
+        let t = "2026-01-01T00:00:00Z";
+        c.reset(
+            vec![
+                member("a", 1, 4, "1"),
+                member("b", 2, 4, "2"),
+                bucket_since(0, "a", 3, t),
+                bucket_since(1, "a", 4, t),
+                bucket_since(2, "b", 5, t),
+                bucket_since(3, "b", 6, t),
+            ],
+            t0,
+        );
+        c.tick(t0 + 3 * S);
+        // c joins: a and b are settled, c is not; nothing is free, so c gets nothing yet.
+        c.apply(member("c", 7, 4, "3"), t0 + 3 * S);
+        c.apply(member("a", 8, 4, "1"), t0 + 3 * S);
+        assert_eq!(c.view().members, vec!["a", "b", "c"]);
+        assert!(c.view().mine.is_empty(), "a newcomer in its grace makes nobody shed");
+        // b leaves (SIGTERM: releases and deletes its member Lease) within c's grace: c, the
+        // replacement, inherits both of b's buckets; a keeps its own.
+        c.apply(bucket_since(2, "", 9, t), t0 + 4 * S);
+        c.apply(bucket_since(3, "", 10, t), t0 + 4 * S);
+        c.delete(&Role::Member("b".into()), t0 + 4 * S);
+        assert_eq!(c.view().mine, BTreeSet::from([2, 3]));
+        // After the grace, with a and c settled at 2 each, nothing moves.
+        c.apply(member("a", 11, 4, "1"), t0 + 7 * S);
+        c.apply(member("c", 12, 4, "3"), t0 + 7 * S);
+        assert_eq!(c.view().mine, BTreeSet::from([2, 3]));
     }
 
     #[test]

@@ -33,7 +33,11 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn register(&self, r: &mut Registry) {
-        r.register("cronshard_members", "Live, settled members this replica sees", self.members.clone());
+        r.register(
+            "cronshard_members",
+            "Live members this replica sees with its bucket count (newcomers in their join grace included)",
+            self.members.clone(),
+        );
         r.register(
             "cronshard_unowned_buckets",
             "Buckets whose Lease is absent, released or held by a dead member, as this replica sees them",

@@ -77,7 +77,9 @@ async fn a_run_creates_the_right_job_and_suspend_holds() {
     .await;
     let status = &get(&sim, Resource::CronJobs, "fire").expect("cronjob")["status"];
     assert_eq!(status["active"][0]["name"], name.as_str());
-    assert!(event_reasons(&sim, "fire").contains(&"SuccessfulCreate".to_owned()));
+    // Events go out at a lower priority than status writes, so one may still be queued here.
+    wait_for("the SuccessfulCreate Event", || event_reasons(&sim, "fire").contains(&"SuccessfulCreate".to_owned()))
+        .await;
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(job_names(&sim), vec![name], "the suspended CronJob started nothing");

@@ -29,6 +29,9 @@ pub(crate) struct DemoArgs {
     /// Where the kubeconfig, logs and report go; default: a new directory under the system's temp dir.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Serve replica i's /metrics on 127.0.0.1:<BASE + i> (for a Prometheus to scrape); default: free ports.
+    #[arg(long, value_name = "BASE")]
+    metrics_port_base: Option<u16>,
 }
 
 pub(crate) fn run(args: DemoArgs) -> ExitCode {
@@ -93,9 +96,18 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     let mut replicas = Vec::new();
     for i in 0..args.replicas {
         let log = std::fs::File::create(out.join(format!("replica-{i}.log"))).map_err(|e| e.to_string())?;
+        let port = match args.metrics_port_base {
+            Some(base) => base
+                .checked_add(u16::try_from(i).map_err(|e| e.to_string())?)
+                .ok_or("--metrics-port-base leaves no room for every replica's port")?,
+            None => 0,
+        };
+        if port != 0 {
+            say(&format!("  replica-{i} metrics: http://127.0.0.1:{port}/metrics"));
+        }
         let child = tokio::process::Command::new(&exe)
             .args(["run", "--kubeconfig", &kubeconfig.to_string_lossy(), "--identity", &format!("replica-{i}")])
-            .args(["--metrics-addr", "127.0.0.1:0", "--testing-clock-from", &url])
+            .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--testing-clock-from", &url])
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .kill_on_drop(true)

