@@ -171,22 +171,48 @@ pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page:
     }
 }
 
-/// Runs [`label_orphan_jobs`] every `every`, until `stop`.
+/// Runs [`label_orphan_jobs`] every `every`, and soon after this replica gains a bucket (a
+/// replica starts owning nothing, and orphans of a bucket it takes over should not wait a
+/// whole period), until `stop`.
 pub async fn label_orphan_jobs_periodically(
     ctx: Arc<Context>,
-    owns: impl Fn(u32) -> bool,
+    mut owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
     every: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    /// Claims come one by one after a start or a takeover: one pass for the lot.
+    const SETTLE: Duration = Duration::from_secs(2);
     loop {
-        match label_orphan_jobs(&ctx, &owns, PAGE).await {
-            Ok(n) if n > 0 => tracing::info!(labelled = n, "labelled CronJob-owned Jobs"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "labelling pass over Jobs failed"),
+        let mut covered = owned.borrow_and_update().clone();
+        if !covered.is_empty() {
+            let owns = |b: u32| owned.borrow().contains(&b);
+            match label_orphan_jobs(&ctx, &owns, PAGE).await {
+                Ok(n) if n > 0 => tracing::info!(labelled = n, "labelled CronJob-owned Jobs"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "labelling pass over Jobs failed"),
+            }
         }
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            _ = stop.changed() => if *stop.borrow() { return },
+        let period = tokio::time::sleep(every);
+        tokio::pin!(period);
+        loop {
+            tokio::select! {
+                () = &mut period => break,
+                changed = owned.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let now = owned.borrow_and_update().clone();
+                    if now.is_subset(&covered) {
+                        covered = now;
+                        continue;
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(SETTLE) => break,
+                        _ = stop.changed() => if *stop.borrow() { return },
+                    }
+                }
+                _ = stop.changed() => if *stop.borrow() { return },
+            }
         }
     }
 }

@@ -94,8 +94,7 @@ pub async fn run_labellers(
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let new = labeller::label_new_cronjobs(ctx.clone(), owned.clone(), stop.clone());
-    let owns = move |b: u32| owned.borrow().contains(&b);
-    let old = labeller::label_orphan_jobs_periodically(ctx, owns, JOB_LABEL_PASS_EVERY, stop);
+    let old = labeller::label_orphan_jobs_periodically(ctx, owned, JOB_LABEL_PASS_EVERY, stop);
     futures::join!(new, old);
 }
 
