@@ -342,7 +342,6 @@ mod tests {
             }
             report.push((rollout, total / f64::from(runs), worst));
         }
-        eprintln!("{report:?}");
         let [(_, within_mean, within_worst), (_, after_mean, after_worst), (_, first_mean, first_worst)] = report[..]
         else {
             unreachable!()

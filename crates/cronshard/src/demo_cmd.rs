@@ -45,6 +45,16 @@ pub(crate) fn run(args: DemoArgs) -> ExitCode {
     }
 }
 
+/// SIGTERM (as from `kill` or a supervisor): stop as cleanly as on Ctrl-C.
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -129,6 +139,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     let interrupted = tokio::select! {
         () = progress(&sim, &seeds, start, window, &due_times, &pids, &mut usage) => false,
         _ = tokio::signal::ctrl_c() => true,
+        () = terminated() => true,
     };
     if interrupted {
         say("\ninterrupted: stopping the replicas");
