@@ -106,6 +106,9 @@ pub struct Membership {
     members: BTreeMap<String, Seen>,
     bucket_leases: BTreeMap<u32, Seen>,
     view: tokio::sync::watch::Sender<View>,
+    /// The wall clock at one monotonic instant, to judge how long ago a member joined from the
+    /// acquireTime on its Lease (the same for every observer, unlike when each first saw it).
+    wall_base: (Instant, i64),
 }
 
 impl Membership {
@@ -117,6 +120,22 @@ impl Membership {
             members: BTreeMap::new(),
             bucket_leases: BTreeMap::new(),
             view: tokio::sync::watch::channel(View::default()).0,
+            wall_base: (Instant::now(), k8s_openapi::jiff::Timestamp::now().as_microsecond()),
+        }
+    }
+
+    /// Whether a member has been one for the join grace: by its Lease's acquireTime on this
+    /// replica's wall clock, so a replica that has just started agrees with the others that
+    /// the old members are settled (judged by when it first saw them, it would take everyone
+    /// for a newcomer and reshuffle). Without a readable acquireTime: since first seen.
+    fn settled(&self, seen: &Seen, now: Instant) -> bool {
+        let grace = i64::try_from(self.timing.join_grace.as_micros()).unwrap_or(i64::MAX);
+        match seen.info.acquired_us() {
+            i64::MIN => now.saturating_duration_since(seen.first_seen) >= self.timing.join_grace,
+            acquired => {
+                let elapsed = i64::try_from(now.saturating_duration_since(self.wall_base.0).as_micros()).unwrap_or(0);
+                self.wall_base.1.saturating_add(elapsed).saturating_sub(acquired) >= grace
+            }
         }
     }
 
@@ -260,10 +279,7 @@ impl Membership {
         let candidates: Vec<Member> = live
             .iter()
             .filter(|(_, s)| s.info.bucket_count == Some(self.buckets))
-            .map(|(id, s)| Member {
-                name: (*id).clone(),
-                settled: now.saturating_duration_since(s.first_seen) >= self.timing.join_grace,
-            })
+            .map(|(id, s)| Member { name: (*id).clone(), settled: self.settled(s, now) })
             .collect();
         let me_alive = self.is_alive(&self.me, now);
         let holdings: BTreeMap<u32, Holding> = (0..self.buckets)
@@ -399,6 +415,30 @@ mod tests {
         c.apply(member("a", 11, 4, "1"), t0 + 7 * S);
         c.apply(member("c", 12, 4, "3"), t0 + 7 * S);
         assert_eq!(c.view().mine, BTreeSet::from([2, 3]));
+    }
+
+    #[test]
+    fn a_replica_that_just_started_judges_the_old_members_settled_by_their_acquire_time() {
+        let t0 = Instant::now();
+        let mut c = Membership::new("c", 4, Timing::default());
+        let long_ago = "2020-01-01T00:00:00Z";
+        let just_now = k8s_openapi::jiff::Timestamp::now().to_string();
+        c.reset(
+            vec![
+                member("a", 1, 4, long_ago),
+                member("b", 2, 4, long_ago),
+                member("c", 3, 4, &just_now),
+                bucket_since(0, "a", 4, long_ago),
+                bucket_since(1, "a", 5, long_ago),
+                bucket_since(2, "b", 6, long_ago),
+                bucket_since(3, "b", 7, long_ago),
+            ],
+            t0,
+        );
+        // c first saw a and b just now, but they joined long ago: they keep their buckets,
+        // and c, the newcomer, waits out its grace (a fresh-start reading would give it 1).
+        assert_eq!(c.view().members, vec!["a", "b", "c"]);
+        assert!(c.view().mine.is_empty());
     }
 
     #[test]

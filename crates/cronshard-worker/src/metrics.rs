@@ -95,10 +95,10 @@ impl Default for Metrics {
         // Every known reason from the start, at 0: `increase()` cannot see a series' first
         // sample, so a counter born at 1 would hide the first missed run from alerts.
         for reason in ["MissSchedule", "TooManyMissedTimes"] {
-            m.missed.get_or_create(&ReasonLabels { reason: reason.to_owned() });
+            drop(m.missed.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
         }
         for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
-            m.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() });
+            drop(m.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
         }
         let mut m = m;
         let r = &mut m.registry;

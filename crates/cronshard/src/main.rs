@@ -1,6 +1,7 @@
 //! The `cronshard` binary: command-line entry point.
 
 mod demo_cmd;
+mod plan_cmd;
 mod run_cmd;
 mod schedule_cmd;
 mod sim_cmd;
@@ -31,6 +32,8 @@ enum Command {
     Run(Box<run_cmd::RunArgs>),
     /// Print the bucket map: members, buckets per member, unowned buckets, last transitions.
     Status(status_cmd::StatusArgs),
+    /// Capacity planning: replicas, --qps and memory from `kubectl get cronjobs -A -o json`.
+    Plan(plan_cmd::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,5 +52,6 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Run(args) => run_cmd::run(*args),
         Command::Status(args) => status_cmd::run(args),
+        Command::Plan(args) => plan_cmd::run(args),
     }
 }

@@ -2,7 +2,8 @@
 //! 2,000 CronJobs firing every minute while a replica is SIGKILLed and restarted, another is
 //! partitioned for longer than the lease duration, history is compacted and watches dropped,
 //! and the deployment scales 3 -> 5 -> 2. From the audit log: every run created exactly once,
-//! and in every bucket no replica writes after another has claimed it.
+//! and in every bucket no replica writes after another has claimed it. And a rolling restart
+//! as the chart's Deployment does it, which moves every bucket exactly once.
 
 mod common;
 
@@ -19,6 +20,8 @@ const REPLICAS: [&str; 5] = ["r1", "r2", "r3", "r4", "r5"];
 struct Cluster {
     url: String,
     dir: PathBuf,
+    join_grace: &'static str,
+    cronjobs: usize,
 }
 
 impl Cluster {
@@ -60,7 +63,7 @@ impl Cluster {
                 "--lease-duration",
                 "6s",
                 "--join-grace",
-                "1s",
+                self.join_grace,
                 "--testing-clock-from",
                 &self.url,
             ],
@@ -87,10 +90,10 @@ impl Cluster {
                 .filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201)
                 .filter(|r| r["name"].as_str().is_some_and(|n| n.ends_with(&suffix)))
                 .count();
-            if created >= CRONJOBS {
+            if created >= self.cronjobs {
                 return;
             }
-            assert!(Instant::now() < deadline, "only {created} of {CRONJOBS} runs for minute {minute}");
+            assert!(Instant::now() < deadline, "only {created} of {} runs for minute {minute}", self.cronjobs);
             std::thread::sleep(Duration::from_millis(500));
         }
     }
@@ -135,15 +138,16 @@ fn write_kubeconfig(path: &Path, url: &str, token: &str) {
     std::fs::write(path, text).expect("kubeconfig");
 }
 
-#[test]
-fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
-    let dir = std::env::temp_dir().join(format!("cronshard-chaos-{}", std::process::id()));
+/// A simulator (its own process) with a token per replica name and `cronjobs` labelled
+/// CronJobs firing every minute.
+fn start(names: &[&str], cronjobs: usize, join_grace: &'static str, tag: &str) -> (Proc, Cluster) {
+    let dir = std::env::temp_dir().join(format!("cronshard-{tag}-{}", std::process::id()));
     // Replica logs stay in `dir` when the test fails.
     std::fs::create_dir_all(&dir).expect("dir");
     // One user per replica: the simulator partitions users.
-    let tokens: String = REPLICAS.iter().enumerate().map(|(i, r)| format!("token-{r},{r},{i}\n")).collect();
+    let tokens: String = names.iter().enumerate().map(|(i, r)| format!("token-{r},{r},{i}\n")).collect();
     std::fs::write(dir.join("tokens.csv"), tokens).expect("tokens");
-    let (mut sim, url) = spawn(&[
+    let (sim, url) = spawn(&[
         "sim",
         "--listen",
         "127.0.0.1:0",
@@ -151,16 +155,16 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
         "--token-file",
         dir.join("tokens.csv").to_str().expect("utf-8"),
     ]);
-    for r in REPLICAS {
+    for r in names {
         write_kubeconfig(&dir.join(format!("kubeconfig-{r}")), &url, &format!("token-{r}"));
     }
-    let cluster = Cluster { url: url.clone(), dir: dir.clone() };
+    let cluster = Cluster { url: url.clone(), dir, join_grace, cronjobs };
 
     // Labelled CronJobs (64 buckets), created now at the simulator's time.
     let created =
         cronshard_types::Zone::utc().format_rfc3339(jiff::Timestamp::from_second(cluster.now()).expect("now"));
     let mut seed = String::new();
-    for i in 0..CRONJOBS {
+    for i in 0..cronjobs {
         let (namespace, name) = ("default".to_owned(), format!("tick-{i:04}"));
         let b = cronshard_types::bucket(&namespace, &name, std::num::NonZeroU32::new(64).expect("64"));
         let cj = json!({"apiVersion": "batch/v1", "kind": "CronJob",
@@ -172,6 +176,22 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
         seed.push('\n');
     }
     http("POST", &format!("{url}/sim/load"), Some(&seed));
+    (sim, cluster)
+}
+
+/// Jobs created per name, from the audit log.
+fn creates(audit: &[Value]) -> HashMap<&str, usize> {
+    let mut creates: HashMap<&str, usize> = HashMap::new();
+    for r in audit.iter().filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201) {
+        *creates.entry(r["name"].as_str().unwrap_or_default()).or_default() += 1;
+    }
+    creates
+}
+
+#[test]
+fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
+    let (mut sim, cluster) = start(&REPLICAS, CRONJOBS, "1s", "chaos");
+    let (url, dir) = (cluster.url.clone(), cluster.dir.clone());
 
     let mut running: BTreeMap<&str, Proc> = BTreeMap::new();
     for r in &REPLICAS[..3] {
@@ -247,10 +267,7 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
         assert!((5.5..9.0).contains(&took), "re-owned after {took:.1} s: a lease duration plus a little");
     }
     // Exactly once: every run of every minute created once, nothing created twice.
-    let mut creates: HashMap<&str, usize> = HashMap::new();
-    for r in audit.iter().filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201) {
-        *creates.entry(r["name"].as_str().unwrap_or_default()).or_default() += 1;
-    }
+    let creates = creates(&audit);
     let doubled: Vec<_> = creates.iter().filter(|(_, n)| **n > 1).collect();
     assert!(doubled.is_empty(), "runs created twice: {doubled:?}");
     for m in &minutes {
@@ -304,4 +321,74 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
     }
     assert_eq!(terminate(&mut sim), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The chart's rolling update (maxSurge 1, maxUnavailable 0): each new pod joins, and within
+/// its join grace the old pod it replaces gets SIGTERM and hands its buckets back. Every
+/// bucket moves exactly once (to the pod replacing its holder), across a minute boundary,
+/// with every run created once.
+#[test]
+fn a_rolling_restart_moves_each_bucket_once() {
+    const OLD: [&str; 3] = ["old-a", "old-b", "old-c"];
+    const NEW: [&str; 3] = ["new-a", "new-b", "new-c"];
+    let names: Vec<&str> = OLD.iter().chain(NEW.iter()).copied().collect();
+    let (mut sim, cluster) = start(&names, 600, "8s", "rolling");
+    let started = Instant::now();
+    let mut running: BTreeMap<&str, Proc> = OLD.iter().map(|r| (*r, cluster.replica(r))).collect();
+    std::thread::sleep(Duration::from_secs(4));
+    let first = cluster.before_boundary(3);
+    cluster.wait_for_runs(first, Duration::from_secs(30));
+    // A rollout comes long after the old pods settled (a join grace of 8 s here): before
+    // that, nobody is settled and the assignment is a fresh start's.
+    std::thread::sleep(Duration::from_secs(9).saturating_sub(started.elapsed()));
+    let rollout_from = cluster.audit().len();
+
+    // The rollout spans the next boundary.
+    let m = cluster.before_boundary(7);
+    for (old, new) in OLD.iter().zip(NEW) {
+        running.insert(new, cluster.replica(new));
+        // The new pod is a member (and Ready: it owns what it is assigned, nothing yet).
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut p = running.remove(old).expect("old pod");
+        assert_eq!(terminate(&mut p), Some(0), "{old} exits cleanly");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    cluster.wait_for_runs(m, Duration::from_secs(40));
+    std::thread::sleep(Duration::from_secs(2));
+
+    let audit = cluster.audit();
+    // Claims: successful writes of a bucket Lease by a replica other than its last writer
+    // (a release is written by the holder itself). The initial claims are before `rollout_from`.
+    let ok = |r: &Value| r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
+    let mut last: HashMap<&str, &str> = HashMap::new();
+    let mut moves: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in audit.iter().enumerate() {
+        let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) else { continue };
+        if r["resource"] != "leases" || !ok(r) || !matches!(r["verb"].as_str(), Some("create" | "update")) {
+            continue;
+        }
+        let user = r["user"].as_str().unwrap_or_default();
+        if last.insert(name, user).is_some_and(|before| before != user) && i >= rollout_from {
+            *moves.entry(name).or_default() += 1;
+        }
+    }
+    let stale: Vec<(&str, &str)> = last.iter().filter(|(_, h)| !NEW.contains(h)).map(|(b, h)| (*b, *h)).collect();
+    if !stale.is_empty() || moves.len() != 64 || moves.values().any(|n| *n != 1) {
+        let lines: Vec<String> = audit.iter().map(Value::to_string).collect();
+        let _ = std::fs::write(cluster.dir.join("audit.jsonl"), lines.join("\n"));
+    }
+    assert_eq!(last.len(), 64, "every bucket has a Lease");
+    assert!(stale.is_empty(), "the new pods hold everything; last written by others: {stale:?}");
+    assert!(moves.len() == 64 && moves.values().all(|n| *n == 1), "each bucket moves once: {moves:?}");
+    let creates = creates(&audit);
+    assert!(creates.values().all(|n| *n == 1), "no run created twice");
+    for minute in [first, m] {
+        let n = creates.keys().filter(|name| name.ends_with(&format!("-{minute}"))).count();
+        assert_eq!(n, 600, "minute {minute}: {n} runs");
+    }
+    for (_, mut p) in running {
+        assert_eq!(terminate(&mut p), Some(0));
+    }
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&cluster.dir);
 }
