@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--buckets", type=int, default=64)
     ap.add_argument("--qps", default="0")
     ap.add_argument("--burst", default="1000")
+    ap.add_argument("--deployment-qps", default="0", help="cronshard run --deployment-qps (0: none, so --qps alone decides)")
     ap.add_argument("--admitted-writes-per-s", default="0")
     ap.add_argument("--lead-seconds", type=int, default=25)
     a = ap.parse_args()
@@ -65,7 +66,7 @@ def main():
                     "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}))
         call("POST", url + "/sim/load", "\n".join(lines).encode())
         run, metrics = start(["run", "--kubeconfig", kc, "--identity", "herd-replica", "--metrics-addr", "127.0.0.1:0",
-                              "--qps", a.qps, "--burst", a.burst, "--buckets", str(a.buckets), "--testing-clock-from", url])
+                              "--qps", a.qps, "--burst", a.burst, "--deployment-qps", a.deployment_qps, "--buckets", str(a.buckets), "--testing-clock-from", url])
         suffix = f"-{boundary // 60}"
         times = {}
         deadline = time.time() + a.lead_seconds + 300

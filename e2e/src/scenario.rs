@@ -42,6 +42,10 @@ pub enum Fault {
     Compact { at_s: f64, every_s: f64 },
     /// Drop every watch every `every_s` from `at_s`.
     DropWatches { at_s: f64, every_s: f64 },
+    /// A rolling restart as a Deployment with maxSurge 1, maxUnavailable 0 does it: from
+    /// `at_s`, every `step_s` one replica gets a successor (a new process with a new
+    /// identity), and `surge_s` later the old one gets SIGTERM.
+    RollingRestart { at_s: f64, step_s: f64, surge_s: f64 },
 }
 
 /// CronJobs created while the controllers run.
@@ -147,7 +151,9 @@ impl Scenario {
             let k = w / self.window_s;
             for f in &mut self.faults {
                 match f {
-                    Fault::Kill { at_s, .. } | Fault::Partition { at_s, .. } => *at_s *= k,
+                    Fault::Kill { at_s, .. } | Fault::Partition { at_s, .. } | Fault::RollingRestart { at_s, .. } => {
+                        *at_s *= k
+                    }
                     Fault::Compact { at_s, .. } | Fault::DropWatches { at_s, .. } => *at_s *= k,
                 }
             }

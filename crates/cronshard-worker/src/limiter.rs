@@ -27,13 +27,17 @@ struct State {
     queues: [VecDeque<oneshot::Sender<()>>; 3],
     /// Whether a task is handing out tokens to the queues.
     pumping: bool,
+    /// The current rate and burst (they change with this replica's share of a deployment
+    /// budget); `qps <= 0` is unlimited.
+    qps: f64,
+    burst: f64,
 }
 
 impl State {
-    fn refill(&mut self, qps: f64, burst: f64) {
+    fn refill(&mut self) {
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * qps).min(burst);
+        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
         self.refilled = now;
     }
 }
@@ -44,27 +48,41 @@ impl State {
 /// to the most urgent waiter, so 10,000 queued Events cost nothing while they wait.
 #[derive(Debug)]
 pub struct Limiter {
-    qps: f64,
-    burst: f64,
     state: Arc<Mutex<State>>,
 }
 
 impl Limiter {
     pub fn new(qps: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
-        let state = State { tokens: burst, refilled: Instant::now(), queues: Default::default(), pumping: false };
-        Limiter { qps, burst, state: Arc::new(Mutex::new(state)) }
+        let state =
+            State { tokens: burst, refilled: Instant::now(), queues: Default::default(), pumping: false, qps, burst };
+        Limiter { state: Arc::new(Mutex::new(state)) }
+    }
+
+    /// Changes the rate and burst from now on (tokens already saved are kept up to the new
+    /// burst). `qps <= 0` is unlimited.
+    pub fn set_rate(&self, qps: f64, burst: f64) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.refill();
+        s.qps = qps;
+        s.burst = burst.max(1.0);
+        s.tokens = s.tokens.min(s.burst);
+    }
+
+    /// The current rate (requests per second; `<= 0` is unlimited).
+    pub fn qps(&self) -> f64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).qps
     }
 
     /// Waits for a token. A caller only takes one while nobody as urgent is waiting.
     pub async fn acquire(&self, priority: Priority) {
-        if self.qps <= 0.0 {
-            return;
-        }
         let p = priority as usize;
         let granted = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.refill(self.qps, self.burst);
+            if s.qps <= 0.0 {
+                return;
+            }
+            s.refill();
             if s.tokens >= 1.0 && s.queues[..=p].iter().all(VecDeque::is_empty) {
                 s.tokens -= 1.0;
                 return;
@@ -73,7 +91,7 @@ impl Limiter {
             s.queues[p].push_back(tx);
             if !s.pumping {
                 s.pumping = true;
-                tokio::spawn(pump(self.state.clone(), self.qps, self.burst));
+                tokio::spawn(pump(self.state.clone()));
             }
             rx
         };
@@ -83,15 +101,17 @@ impl Limiter {
 }
 
 /// Hands tokens to waiters, most urgent first, until nobody waits.
-async fn pump(state: Arc<Mutex<State>>, qps: f64, burst: f64) {
+async fn pump(state: Arc<Mutex<State>>) {
     loop {
         let wait = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            s.refill(qps, burst);
-            while s.tokens >= 1.0 {
+            s.refill();
+            // Turned unlimited while callers waited: let them all go.
+            let unlimited = s.qps <= 0.0;
+            while s.tokens >= 1.0 || unlimited {
                 let Some(waiter) = s.queues.iter_mut().find_map(VecDeque::pop_front) else { break };
                 // A waiter that gave up (its future was dropped) costs no token.
-                if waiter.send(()).is_ok() {
+                if waiter.send(()).is_ok() && !unlimited {
                     s.tokens -= 1.0;
                 }
             }
@@ -99,7 +119,7 @@ async fn pump(state: Arc<Mutex<State>>, qps: f64, burst: f64) {
                 s.pumping = false;
                 return;
             }
-            Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / qps).max(1e-4))
+            Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4))
         };
         tokio::time::sleep(wait).await;
     }
@@ -143,6 +163,27 @@ mod tests {
         // 5 at once, then 10 more at 10/s.
         let elapsed = start.elapsed();
         assert!(elapsed >= Duration::from_millis(990) && elapsed <= Duration::from_millis(1100), "{elapsed:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_rate_applies_to_waiting_callers() {
+        let limiter = Arc::new(Limiter::new(100.0, 1));
+        limiter.acquire(Priority::Create).await;
+        let mut tasks = Vec::new();
+        for _ in 0..100 {
+            let limiter = limiter.clone();
+            tasks.push(tokio::spawn(async move { limiter.acquire(Priority::Create).await }));
+        }
+        tokio::task::yield_now().await;
+        // A second replica joined: this one's share halves.
+        limiter.set_rate(50.0, 1.0);
+        let start = Instant::now();
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(1950) && elapsed <= Duration::from_millis(2100), "{elapsed:?}");
+        assert!((limiter.qps() - 50.0).abs() < f64::EPSILON);
     }
 
     #[tokio::test(start_paused = true)]

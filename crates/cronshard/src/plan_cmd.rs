@@ -693,6 +693,11 @@ fn render_text(plan: &Plan) -> String {
         c.replicas, c.limited_by
     );
     let _ = writeln!(out, "  --qps per replica: {}", c.qps_per_replica);
+    let _ = writeln!(
+        out,
+        "  --deployment-qps: {} (the budget the replicas share, so together they stay within the server's admitted writes)",
+        fmt_num(c.planned_rate.ceil())
+    );
     let _ = writeln!(out, "  memory per replica: about {} MiB at peak", fmt_num(mib(c.memory_per_replica).ceil()));
     if !c.server_limited {
         let _ = writeln!(out, "  achievable p99 skew: {} s", fmt_num(c.achievable_p99_skew_s));
@@ -731,6 +736,7 @@ fn to_json(plan: &Plan) -> Value {
             "replicas_for_memory": c.replicas_for_memory,
             "replicas": c.replicas,
             "qps_per_replica": c.qps_per_replica,
+            "deployment_qps": c.planned_rate.ceil(),
             "memory_per_replica_mib": mib(c.memory_per_replica).ceil(),
             "achievable_p99_skew_s": tidy(c.achievable_p99_skew_s),
             "limited_by": c.limited_by,

@@ -67,6 +67,13 @@ pub(crate) struct RunArgs {
     /// Client burst.
     #[arg(long, env = "CRONSHARD_BURST", default_value_t = 1000)]
     burst: u32,
+    /// The whole deployment's client budget, requests per second (0 = none): each replica
+    /// takes the share its buckets make up (about 1/R), never more than --qps. Replicas that
+    /// each send at --qps would together queue at the API server, where one replica's status
+    /// writes delay another's due Job creations; kept within the server's admitted write rate,
+    /// every replica's own priorities hold.
+    #[arg(long, env = "CRONSHARD_DEPLOYMENT_QPS", default_value_t = 1000.0)]
+    deployment_qps: f64,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
@@ -191,8 +198,9 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let mut metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     coordinator_metrics.register(metrics.registry_mut());
-    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock, metrics)
-        .map_err(|e| e.to_string())?;
+    let (qps, burst) = replica_rate(args.qps, f64::from(args.burst), args.deployment_qps, 1.0);
+    let limiter = Limiter::new(qps, u32::try_from(burst.round() as i64).unwrap_or(u32::MAX));
+    let ctx = Context::new(config, limiter, settings, clock, metrics).map_err(|e| e.to_string())?;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await
@@ -215,13 +223,23 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let http = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    // The labellers follow the owned set.
+    // The labellers follow the owned set; the client rate follows this replica's share.
     let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
     let mut follow = ownership.clone();
+    let budget = (args.qps, f64::from(args.burst), args.deployment_qps, args.buckets.get());
+    let rate_ctx = ctx.clone();
     tokio::spawn(async move {
         while follow.changed().await.is_ok() {
-            let owned = follow.borrow_and_update().owned.clone();
+            let (owned, share) = {
+                let o = follow.borrow_and_update();
+                (o.owned.clone(), o.desired.len().max(o.owned.len()) as f64 / f64::from(budget.3))
+            };
             owned_tx.send_if_modified(|current| std::mem::replace(current, owned.clone()) != owned);
+            let (qps, burst) = replica_rate(budget.0, budget.1, budget.2, share);
+            if (qps - rate_ctx.limiter.qps()).abs() > 0.5 {
+                tracing::info!(qps, burst, share, "client rate: this replica's share of the deployment budget");
+                rate_ctx.limiter.set_rate(qps, burst);
+            }
         }
     });
     let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
@@ -252,4 +270,38 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     labellers.abort();
     http.abort();
     Ok(())
+}
+
+/// This replica's client rate and burst: `share` (the fraction of the buckets it is assigned
+/// or owns) of the deployment budget, never above `--qps` (0 = no cap), and never below 1% of
+/// the budget, so a replica that owns nothing can still list, label and take buckets over.
+/// Without a deployment budget: `--qps` and `--burst` as given.
+fn replica_rate(qps: f64, burst: f64, deployment_qps: f64, share: f64) -> (f64, f64) {
+    if deployment_qps <= 0.0 {
+        return (qps, burst);
+    }
+    let mut rate = deployment_qps * share.clamp(0.01, 1.0);
+    if qps > 0.0 {
+        rate = rate.min(qps);
+    }
+    // The burst shrinks with the rate: a replica's burst is a share of the deployment's too.
+    let burst = if qps > 0.0 { burst * rate / qps } else { rate };
+    (rate, burst.max(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replica_rate;
+
+    #[test]
+    fn each_replica_takes_its_buckets_share_of_the_deployment_budget() {
+        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 1.0), (1000.0, 1000.0), "one replica: all of it");
+        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 0.5), (500.0, 500.0));
+        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 16.0 / 64.0), (250.0, 250.0));
+        assert_eq!(replica_rate(300.0, 300.0, 1000.0, 0.5), (300.0, 300.0), "--qps caps the share");
+        assert_eq!(replica_rate(0.0, 1.0, 1000.0, 0.25), (250.0, 250.0), "no per-replica cap");
+        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 0.0), (10.0, 10.0), "owning nothing: 1%");
+        assert_eq!(replica_rate(1000.0, 800.0, 0.0, 0.25), (1000.0, 800.0), "no deployment budget");
+        assert_eq!(replica_rate(0.0, 1.0, 0.0, 0.25), (0.0, 1.0), "unlimited stays unlimited");
+    }
 }

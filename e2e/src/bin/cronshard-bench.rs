@@ -221,28 +221,38 @@ fn sigterm(child: &Child) {
     }
 }
 
-async fn start_controller(bin_dir: &Path, dir: &Path, arm: &str, i: usize, url: &str) -> Result<Child, String> {
+/// Starts controller `i` of an arm; `generation` > 0 is a successor in a rolling restart (a
+/// new pod: a new identity, the same service account).
+async fn start_controller(
+    bin_dir: &Path,
+    dir: &Path,
+    arm: &str,
+    i: usize,
+    generation: usize,
+    url: &str,
+) -> Result<Child, String> {
     let (_, _, extra) = arm_processes(arm).ok_or("arm")?;
     let user = format!("bench-{i}");
     let kc = kubeconfig(dir, url, &user)?;
     let kc = kc.to_string_lossy().into_owned();
+    let identity = if generation == 0 { user.clone() } else { format!("{user}-g{generation}") };
     let (bin, mut args) = if arm.starts_with("cronshard-") {
         (
             bin_dir.join("cronshard"),
-            vec!["run", "--kubeconfig", &kc, "--identity", &user, "--metrics-addr", "127.0.0.1:0"]
+            vec!["run", "--kubeconfig", &kc, "--identity", &identity, "--metrics-addr", "127.0.0.1:0"]
                 .into_iter()
                 .map(str::to_owned)
                 .collect::<Vec<_>>(),
         )
     } else {
-        let mut a = vec!["--kubeconfig".to_owned(), kc.clone(), "--identity".to_owned(), user.clone()];
+        let mut a = vec!["--kubeconfig".to_owned(), kc.clone(), "--identity".to_owned(), identity.clone()];
         a.extend(extra);
         (bin_dir.join("cronshard-baseline"), a)
     };
     args.extend(["--testing-clock-from".to_owned(), url.to_owned()]);
     if !arm.starts_with("cronshard-") {
         // The baseline prints nothing on stdout: give spawn() its first line another way.
-        let log = dir.join(format!("{user}.log"));
+        let log = dir.join(format!("{identity}.log"));
         let stderr = std::fs::File::create(&log).map_err(|e| e.to_string())?;
         return Command::new(&bin)
             .args(&args)
@@ -252,7 +262,7 @@ async fn start_controller(bin_dir: &Path, dir: &Path, arm: &str, i: usize, url: 
             .spawn()
             .map_err(|e| format!("{}: {e}", bin.display()));
     }
-    Ok(spawn(&bin, &args, &dir.join(format!("{user}.log"))).await?.0)
+    Ok(spawn(&bin, &args, &dir.join(format!("{identity}.log"))).await?.0)
 }
 
 async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> Result<ArmReport, String> {
@@ -301,7 +311,7 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
 
     let mut procs: Vec<Option<Proc>> = Vec::new();
     for i in 0..count {
-        let child = start_controller(bin_dir, &dir, arm, i, &url).await?;
+        let child = start_controller(bin_dir, &dir, arm, i, 0, &url).await?;
         procs.push(Some(Proc { child, cpu_s: 0.0, peak_rss_mb: 0.0 }));
     }
     let mut totals = vec![(0.0f64, 0.0f64); count];
@@ -317,6 +327,10 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
         })
         .collect();
     let mut later_loaded = later.is_empty();
+    // Rolling restart: (when, replica, start the successor or stop the predecessor).
+    let mut rollout: Vec<(f64, usize, bool)> = Vec::new();
+    let mut successors: Vec<Option<Proc>> = (0..count).map(|_| None).collect();
+    let mut leaving: Vec<Proc> = Vec::new();
     loop {
         let (now, _) = admin.now().await?;
         let t = now.duration_since(from).as_secs_f64();
@@ -348,6 +362,14 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
                     admin.call("POST", "/sim/partition", body.into_bytes()).await?;
                     heals.push((t + for_s, *replica));
                 }
+                Fault::RollingRestart { at_s, step_s, surge_s } if !fired[k] && t >= *at_s => {
+                    fired[k] = true;
+                    for r in 0..count {
+                        let start = t + step_s * r as f64;
+                        rollout.push((start, r, true));
+                        rollout.push((start + surge_s, r, false));
+                    }
+                }
                 Fault::Compact { every_s, .. } if t >= periodic_next[k] => {
                     periodic_next[k] += every_s.max(1.0);
                     admin.call("POST", "/sim/compact", Vec::new()).await?;
@@ -361,10 +383,30 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
         }
         for (at, replica) in std::mem::take(&mut restarts) {
             if t >= at {
-                let child = start_controller(bin_dir, &dir, arm, replica, &url).await?;
+                let child = start_controller(bin_dir, &dir, arm, replica, 0, &url).await?;
                 procs[replica] = Some(Proc { child, cpu_s: 0.0, peak_rss_mb: 0.0 });
             } else {
                 restarts.push((at, replica));
+            }
+        }
+        for (at, replica, start) in std::mem::take(&mut rollout) {
+            if t < at {
+                rollout.push((at, replica, start));
+            } else if start {
+                let child = start_controller(bin_dir, &dir, arm, replica, 1, &url).await?;
+                successors[replica] = Some(Proc { child, cpu_s: 0.0, peak_rss_mb: 0.0 });
+            } else if let Some(successor) = successors[replica].take() {
+                // The old process's usage so far counts for this replica slot, like a kill's.
+                if let Some(mut old) = procs[replica].replace(successor) {
+                    if let Some(pid) = old.child.id() {
+                        let (cpu, rss) = usage(pid);
+                        totals[replica].0 += cpu;
+                        totals[replica].1 = totals[replica].1.max(rss.max(old.peak_rss_mb));
+                        old.cpu_s = 0.0;
+                    }
+                    sigterm(&old.child);
+                    leaving.push(old);
+                }
             }
         }
         for (at, replica) in std::mem::take(&mut heals) {
@@ -397,7 +439,7 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
             sigterm(&p.child);
         }
     }
-    for p in procs.iter_mut().flatten() {
+    for p in procs.iter_mut().flatten().chain(leaving.iter_mut()) {
         let _ = tokio::time::timeout(Duration::from_secs(30), p.child.wait()).await;
     }
     sigterm(&sim);
