@@ -14,6 +14,26 @@ pub enum Error {
     Audit(String),
 }
 
+/// A harness binary's `main`: logs to stderr, runs `work` on a fresh runtime, and turns its
+/// error into one `error:` line on stderr and exit code 2.
+pub fn main_with<F>(work: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<(), String>>,
+{
+    use std::io::Write;
+    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    let result = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .and_then(|runtime| runtime.block_on(work));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// CPU seconds and peak RSS of a live process, from /proc.
 pub fn usage(pid: u32) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

@@ -58,16 +58,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
-    let Ok(runtime) = tokio::runtime::Runtime::new() else { return ExitCode::FAILURE };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "baseline failed");
-            ExitCode::from(2)
-        }
-    }
+    cronshard_e2e::main_with(run(Args::parse()))
 }
 
 async fn run(args: Args) -> Result<(), String> {

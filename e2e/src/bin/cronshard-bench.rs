@@ -41,17 +41,7 @@ struct Args {
 const MAX_PROCESSES: usize = 16;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
-    let Ok(runtime) = tokio::runtime::Runtime::new() else { return ExitCode::FAILURE };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    cronshard_e2e::main_with(run(Args::parse()))
 }
 
 async fn run(args: Args) -> Result<(), String> {
