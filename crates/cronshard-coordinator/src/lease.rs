@@ -10,14 +10,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 pub const ROLE_LABEL: &str = "cronshard.io/role";
 /// The bucket count a member (or a bucket Lease's holder) runs with.
 pub const BUCKETS_ANNOTATION: &str = "cronshard.io/buckets";
+/// A random value each process writes on its member Lease: a different one appearing after
+/// this process has written the Lease means another process runs with the same identity.
+pub const INCARNATION_ANNOTATION: &str = "cronshard.io/incarnation";
 pub const MEMBER_PREFIX: &str = "cronshard-member-";
 pub const BUCKET_PREFIX: &str = "cronshard-bucket-";
+/// The Lease that records the deployment's bucket count: written once by the first replica,
+/// so which replicas may act never depends on which of them is older.
+pub const CONFIG_NAME: &str = "cronshard-config";
 
 /// What a Lease is for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
     Member(String),
     Bucket(u32),
+    /// The bucket count of record ([`CONFIG_NAME`]).
+    Config,
 }
 
 /// The parts of a Lease the protocol reads.
@@ -31,6 +39,8 @@ pub struct LeaseInfo {
     pub bucket_count: Option<u32>,
     /// RFC 3339, as written (ordered as text: the server writes one format).
     pub acquire_time: Option<String>,
+    /// Member Leases: the writing process's [`INCARNATION_ANNOTATION`].
+    pub incarnation: Option<String>,
 }
 
 impl LeaseInfo {
@@ -50,22 +60,20 @@ impl LeaseInfo {
         let role = match role.as_str() {
             "member" => Role::Member(name.strip_prefix(MEMBER_PREFIX)?.to_owned()),
             "bucket" => Role::Bucket(name.strip_prefix(BUCKET_PREFIX)?.parse().ok()?),
+            "config" if name == CONFIG_NAME => Role::Config,
             _ => return None,
         };
         let spec = lease.spec.clone().unwrap_or_default();
+        let annotation = |key: &str| lease.metadata.annotations.as_ref().and_then(|a| a.get(key)).cloned();
         Some(LeaseInfo {
             role,
             name,
             resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
             holder: spec.holder_identity,
             transitions: spec.lease_transitions.unwrap_or(0),
-            bucket_count: lease
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(BUCKETS_ANNOTATION))
-                .and_then(|c| c.parse().ok()),
+            bucket_count: annotation(BUCKETS_ANNOTATION).and_then(|c| c.parse().ok()),
             acquire_time: spec.acquire_time.map(|t| t.0.to_string()),
+            incarnation: annotation(INCARNATION_ANNOTATION),
         })
     }
 }
@@ -92,16 +100,20 @@ fn meta(name: String, role: &str, buckets: u32, resource_version: Option<String>
     }
 }
 
-/// A member Lease (new when `resource_version` is `None`), renewed now.
+/// A member Lease (new when `resource_version` is `None`) written by process `incarnation`,
+/// renewed now.
 pub fn member_lease(
     identity: &str,
+    incarnation: &str,
     buckets: u32,
     duration_s: i32,
     acquired: Option<MicroTime>,
     resource_version: Option<String>,
 ) -> Lease {
+    let mut metadata = meta(member_name(identity), "member", buckets, resource_version);
+    metadata.annotations.get_or_insert_default().insert(INCARNATION_ANNOTATION.to_owned(), incarnation.to_owned());
     Lease {
-        metadata: meta(member_name(identity), "member", buckets, resource_version),
+        metadata,
         spec: Some(LeaseSpec {
             holder_identity: Some(identity.to_owned()),
             lease_duration_seconds: Some(duration_s),
@@ -110,6 +122,11 @@ pub fn member_lease(
             ..LeaseSpec::default()
         }),
     }
+}
+
+/// The bucket count of record, created by the first replica of a deployment.
+pub fn config_lease(buckets: u32) -> Lease {
+    Lease { metadata: meta(CONFIG_NAME.to_owned(), "config", buckets, None), spec: Some(LeaseSpec::default()) }
 }
 
 /// A bucket Lease held by `holder` (empty: released) after `transitions` hand-offs.
@@ -165,9 +182,12 @@ mod tests {
         assert_eq!(info.role, Role::Bucket(7));
         assert_eq!(info.holder.as_deref(), Some("r1"));
         assert_eq!((info.transitions, info.bucket_count, info.resource_version.as_str()), (3, Some(64), "42"));
-        let info = LeaseInfo::from_lease(&member_lease("pod-a", 64, 15, None, None)).expect("ours");
+        let info = LeaseInfo::from_lease(&member_lease("pod-a", "n1", 64, 15, None, None)).expect("ours");
         assert_eq!(info.role, Role::Member("pod-a".into()));
         assert!(info.acquire_time.is_some());
+        assert_eq!(info.incarnation.as_deref(), Some("n1"));
+        let info = LeaseInfo::from_lease(&config_lease(32)).expect("ours");
+        assert_eq!((info.role, info.bucket_count), (Role::Config, Some(32)));
         let foreign =
             Lease { metadata: ObjectMeta { name: Some("kube-scheduler".into()), ..Default::default() }, spec: None };
         assert!(LeaseInfo::from_lease(&foreign).is_none());

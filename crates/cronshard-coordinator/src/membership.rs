@@ -6,7 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::assign::{Assignment, Holding, Member, member_set_hash};
-use crate::lease::{LeaseInfo, Role};
+use crate::lease::{CONFIG_NAME, LeaseInfo, Role};
+
+/// The shortest renew period: renewals are writes, and a few per second per replica is the most
+/// the API server should see.
+pub const MIN_RENEW_PERIOD: Duration = Duration::from_millis(100);
+/// The longest lease duration (and join grace): beyond it, a dead replica's runs wait too long.
+pub const MAX_LEASE_DURATION: Duration = Duration::from_secs(600);
 
 /// The protocol's timings, validated together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,10 +45,26 @@ impl Default for Timing {
 }
 
 impl Timing {
-    /// The ordering fencing depends on: renew period < renew deadline < lease duration.
+    /// Sane bounds, and the ordering fencing depends on: renew period < renew deadline <
+    /// lease duration.
     pub fn validate(&self) -> crate::Result<()> {
-        if self.renew_period.is_zero() {
-            return Err(crate::Error::Settings("the renew period must be positive".into()));
+        if self.renew_period < MIN_RENEW_PERIOD {
+            return Err(crate::Error::Settings(format!(
+                "the renew period ({:?}) must be at least {MIN_RENEW_PERIOD:?}: each renewal is a write",
+                self.renew_period
+            )));
+        }
+        if self.lease_duration > MAX_LEASE_DURATION {
+            return Err(crate::Error::Settings(format!(
+                "the lease duration ({:?}) must be at most {MAX_LEASE_DURATION:?}: a dead replica's buckets wait that long",
+                self.lease_duration
+            )));
+        }
+        if self.join_grace > MAX_LEASE_DURATION {
+            return Err(crate::Error::Settings(format!(
+                "the join grace ({:?}) must be at most {MAX_LEASE_DURATION:?}",
+                self.join_grace
+            )));
         }
         if self.renew_period >= self.renew_deadline {
             return Err(crate::Error::Settings(format!(
@@ -83,7 +105,7 @@ pub enum BucketState {
     Held(String),
 }
 
-/// The replica's view, published on every change.
+/// The replica's view, recomputed on every change.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct View {
     /// Live members with the same bucket count (the assignment's input; newcomers included).
@@ -91,9 +113,9 @@ pub struct View {
     /// The buckets this replica should own.
     pub mine: BTreeSet<u32>,
     pub member_hash: u64,
-    /// Set when this replica must not act: an older live member runs with another bucket count.
+    /// Set when this replica must not act: its bucket count is not the one of record.
     pub refused: Option<String>,
-    /// Buckets with no live holder.
+    /// Buckets (of the count of record) with no live holder.
     pub unowned: usize,
 }
 
@@ -105,23 +127,42 @@ pub struct Membership {
     timing: Timing,
     members: BTreeMap<String, Seen>,
     bucket_leases: BTreeMap<u32, Seen>,
-    view: tokio::sync::watch::Sender<View>,
+    /// The bucket count of record (the config Lease), once seen; remembered if the Lease
+    /// is deleted, so deleting it does not stop the deployment.
+    record: Option<u32>,
+    /// The config Lease exists as of the last list or event.
+    record_stored: bool,
+    view: View,
     /// The wall clock at one monotonic instant, to judge how long ago a member joined from the
     /// acquireTime on its Lease (the same for every observer, unlike when each first saw it).
     wall_base: (Instant, i64),
 }
 
 impl Membership {
-    pub fn new(me: &str, buckets: u32, timing: Timing) -> Self {
+    /// An empty index for replica `me`; `now` on the monotonic clock is `wall_us` on the wall
+    /// clock (microseconds since the epoch).
+    pub fn new(me: &str, buckets: u32, timing: Timing, now: Instant, wall_us: i64) -> Self {
         Membership {
             me: me.to_owned(),
             buckets,
             timing,
             members: BTreeMap::new(),
             bucket_leases: BTreeMap::new(),
-            view: tokio::sync::watch::channel(View::default()).0,
-            wall_base: (Instant::now(), k8s_openapi::jiff::Timestamp::now().as_microsecond()),
+            record: None,
+            record_stored: false,
+            view: View::default(),
+            wall_base: (now, wall_us),
         }
+    }
+
+    /// The bucket count of record, once the config Lease has been seen.
+    pub fn record(&self) -> Option<u32> {
+        self.record
+    }
+
+    /// The config Lease is missing: never created, or deleted (the record is remembered).
+    pub fn record_missing(&self) -> bool {
+        !self.record_stored
     }
 
     /// Whether a member has been one for the join grace: by its Lease's acquireTime on this
@@ -139,12 +180,13 @@ impl Membership {
         }
     }
 
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<View> {
-        self.view.subscribe()
+    pub fn view(&self) -> View {
+        self.view.clone()
     }
 
-    pub fn view(&self) -> View {
-        self.view.borrow().clone()
+    /// The member Lease of `identity` as last seen.
+    pub fn member_lease(&self, identity: &str) -> Option<&LeaseInfo> {
+        self.members.get(identity).map(|s| &s.info)
     }
 
     /// A Lease was added or changed.
@@ -169,6 +211,10 @@ impl Membership {
                 let seen = next(self.members.get(&identity), info);
                 self.members.insert(identity, seen);
             }
+            Role::Config => {
+                self.record = info.bucket_count.or(self.record);
+                self.record_stored = true;
+            }
         }
     }
 
@@ -181,6 +227,7 @@ impl Membership {
             Role::Bucket(b) => {
                 self.bucket_leases.remove(b);
             }
+            Role::Config => self.record_stored = false,
         }
         self.publish(now);
     }
@@ -190,10 +237,12 @@ impl Membership {
     pub fn reset(&mut self, leases: Vec<LeaseInfo>, now: Instant) {
         let old_members = std::mem::take(&mut self.members);
         let old_buckets = std::mem::take(&mut self.bucket_leases);
+        self.record_stored = false;
         for info in leases {
             let old = match &info.role {
                 Role::Member(identity) => old_members.get(identity).map(|o| (info.role.clone(), o.clone())),
                 Role::Bucket(b) => old_buckets.get(b).map(|o| (info.role.clone(), o.clone())),
+                Role::Config => None,
             };
             match old {
                 Some((Role::Member(identity), seen)) => {
@@ -202,7 +251,7 @@ impl Membership {
                 Some((Role::Bucket(b), seen)) => {
                     self.bucket_leases.insert(b, seen);
                 }
-                None => {}
+                Some((Role::Config, _)) | None => {}
             }
             self.observe(info, now);
         }
@@ -257,32 +306,30 @@ impl Membership {
         }
     }
 
+    /// Why this replica must not act, if it must not: its bucket count is not the one of
+    /// record. Without a record yet, it waits (the coordinator creates the record).
+    fn refusal(&self) -> Option<String> {
+        match self.record {
+            Some(record) if record != self.buckets => Some(format!(
+                "the deployment's bucket count of record is {record} (Lease {CONFIG_NAME}) and this replica runs with \
+                 --buckets {}: refusing to act; change the count only by scaling to zero and deleting that Lease",
+                self.buckets
+            )),
+            _ => None,
+        }
+    }
+
     fn compute(&self, now: Instant) -> View {
         let live: Vec<(&String, &Seen)> = self.members.iter().filter(|(_, s)| self.alive(s, now)).collect();
-        let mine_seen = self.members.get(&self.me);
-        // The older of two members with different bucket counts keeps running; the newer refuses.
-        let refused = mine_seen.and_then(|me| {
-            live.iter()
-                .filter(|(id, s)| **id != self.me && s.info.bucket_count != Some(self.buckets))
-                .find(|(id, s)| {
-                    (s.info.acquire_time.as_deref(), id.as_str()) < (me.info.acquire_time.as_deref(), self.me.as_str())
-                })
-                .map(|(id, s)| {
-                    format!(
-                        "member {id} runs with {} buckets and this replica with {}: --buckets must be the same on \
-                         every replica; refusing to act",
-                        s.info.bucket_count.map_or_else(|| "an unknown number of".to_owned(), |c| c.to_string()),
-                        self.buckets
-                    )
-                })
-        });
+        let refused = self.refusal();
+        let counted = self.record.unwrap_or(self.buckets);
         let candidates: Vec<Member> = live
             .iter()
-            .filter(|(_, s)| s.info.bucket_count == Some(self.buckets))
+            .filter(|(_, s)| s.info.bucket_count == Some(counted))
             .map(|(id, s)| Member { name: (*id).clone(), settled: self.settled(s, now) })
             .collect();
         let me_alive = self.is_alive(&self.me, now);
-        let holdings: BTreeMap<u32, Holding> = (0..self.buckets)
+        let holdings: BTreeMap<u32, Holding> = (0..counted)
             .filter_map(|b| {
                 let holder = match self.bucket_state(b, now) {
                     BucketState::Held(h) => h,
@@ -293,10 +340,11 @@ impl Membership {
                 Some((b, Holding { holder, since }))
             })
             .collect();
-        let assignment = Assignment::sticky(&candidates, self.buckets, &holdings);
+        let assignment = Assignment::sticky(&candidates, counted, &holdings);
         let members: Vec<String> = assignment.members().to_vec();
-        let mine = if refused.is_some() { BTreeSet::new() } else { assignment.buckets_of(&self.me) };
-        let unowned = (0..self.buckets)
+        let acting = refused.is_none() && self.record == Some(self.buckets);
+        let mine = if acting { assignment.buckets_of(&self.me) } else { BTreeSet::new() };
+        let unowned = (0..counted)
             .filter(|b| match self.bucket_state(*b, now) {
                 BucketState::Absent | BucketState::Free | BucketState::HolderDead(_) => true,
                 BucketState::Mine => !me_alive,
@@ -306,201 +354,10 @@ impl Membership {
         View { member_hash: member_set_hash(&members), members, mine, refused, unowned }
     }
 
-    fn publish(&self, now: Instant) {
-        let view = self.compute(now);
-        self.view.send_if_modified(|current| {
-            if *current == view {
-                false
-            } else {
-                *current = view;
-                true
-            }
-        });
+    fn publish(&mut self, now: Instant) {
+        self.view = self.compute(now);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn member(id: &str, rv: u32, buckets: u32, since: &str) -> LeaseInfo {
-        LeaseInfo {
-            role: Role::Member(id.into()),
-            name: format!("cronshard-member-{id}"),
-            resource_version: rv.to_string(),
-            holder: Some(id.into()),
-            transitions: 0,
-            bucket_count: Some(buckets),
-            acquire_time: Some(since.into()),
-        }
-    }
-
-    fn bucket(b: u32, holder: &str, rv: u32) -> LeaseInfo {
-        LeaseInfo {
-            role: Role::Bucket(b),
-            name: format!("cronshard-bucket-{b}"),
-            resource_version: rv.to_string(),
-            holder: Some(holder.into()),
-            transitions: 1,
-            bucket_count: Some(4),
-            acquire_time: None,
-        }
-    }
-
-    const S: Duration = Duration::from_secs(1);
-
-    #[test]
-    fn timings_are_validated() {
-        assert!(Timing::default().validate().is_ok());
-        let bad = Timing { renew_deadline: Duration::from_secs(15), ..Timing::default() };
-        assert!(bad.validate().is_err());
-        let bad = Timing { renew_period: Duration::from_secs(10), ..Timing::default() };
-        assert!(bad.validate().is_err());
-    }
-
-    fn bucket_since(b: u32, holder: &str, rv: u32, since: &str) -> LeaseInfo {
-        LeaseInfo { acquire_time: Some(since.into()), ..bucket(b, holder, rv) }
-    }
-
-    #[test]
-    fn members_are_assigned_at_once_on_a_fresh_start_and_die_on_the_observers_clock() {
-        let t0 = Instant::now();
-        let mut m = Membership::new("a", 4, Timing::default());
-        m.reset(vec![member("a", 1, 4, "1"), member("b", 2, 4, "2")], t0);
-        // Nobody has settled and nobody holds anything: a fresh start, everybody counts.
-        assert_eq!(m.view().members, vec!["a", "b"]);
-        assert_eq!(m.view().mine, Assignment::new(["a", "b"], 4).buckets_of("a"));
-        // a renews, b does not: b dies 15 s after a's clock last saw it change.
-        m.apply(member("a", 3, 4, "1"), t0 + 10 * S);
-        m.tick(t0 + 14 * S);
-        assert!(m.is_alive("b", t0 + 14 * S));
-        m.apply(member("a", 4, 4, "1"), t0 + 14 * S);
-        m.tick(t0 + 15 * S);
-        assert_eq!(m.view().members, vec!["a"]);
-        assert_eq!(m.view().mine.len(), 4);
-        // A re-delivered copy (same resourceVersion) is no sign of life.
-        m.apply(member("b", 2, 4, "2"), t0 + 16 * S);
-        assert!(!m.is_alive("b", t0 + 16 * S));
-    }
-
-    #[test]
-    fn a_newcomer_takes_free_buckets_at_once_and_others_only_after_its_grace() {
-        let t0 = Instant::now();
-        let mut c = Membership::new("c", 4, Timing { join_grace: 3 * S, ..Timing::default() });
-        let t = "2026-01-01T00:00:00Z";
-        c.reset(
-            vec![
-                member("a", 1, 4, "1"),
-                member("b", 2, 4, "2"),
-                bucket_since(0, "a", 3, t),
-                bucket_since(1, "a", 4, t),
-                bucket_since(2, "b", 5, t),
-                bucket_since(3, "b", 6, t),
-            ],
-            t0,
-        );
-        c.tick(t0 + 3 * S);
-        // c joins: a and b are settled, c is not; nothing is free, so c gets nothing yet.
-        c.apply(member("c", 7, 4, "3"), t0 + 3 * S);
-        c.apply(member("a", 8, 4, "1"), t0 + 3 * S);
-        assert_eq!(c.view().members, vec!["a", "b", "c"]);
-        assert!(c.view().mine.is_empty(), "a newcomer in its grace makes nobody shed");
-        // b leaves (SIGTERM: releases and deletes its member Lease) within c's grace: c, the
-        // replacement, inherits both of b's buckets; a keeps its own.
-        c.apply(bucket_since(2, "", 9, t), t0 + 4 * S);
-        c.apply(bucket_since(3, "", 10, t), t0 + 4 * S);
-        c.delete(&Role::Member("b".into()), t0 + 4 * S);
-        assert_eq!(c.view().mine, BTreeSet::from([2, 3]));
-        // After the grace, with a and c settled at 2 each, nothing moves.
-        c.apply(member("a", 11, 4, "1"), t0 + 7 * S);
-        c.apply(member("c", 12, 4, "3"), t0 + 7 * S);
-        assert_eq!(c.view().mine, BTreeSet::from([2, 3]));
-    }
-
-    #[test]
-    fn a_replica_that_just_started_judges_the_old_members_settled_by_their_acquire_time() {
-        let t0 = Instant::now();
-        let mut c = Membership::new("c", 4, Timing::default());
-        let long_ago = "2020-01-01T00:00:00Z";
-        let just_now = k8s_openapi::jiff::Timestamp::now().to_string();
-        c.reset(
-            vec![
-                member("a", 1, 4, long_ago),
-                member("b", 2, 4, long_ago),
-                member("c", 3, 4, &just_now),
-                bucket_since(0, "a", 4, long_ago),
-                bucket_since(1, "a", 5, long_ago),
-                bucket_since(2, "b", 6, long_ago),
-                bucket_since(3, "b", 7, long_ago),
-            ],
-            t0,
-        );
-        // c first saw a and b just now, but they joined long ago: they keep their buckets,
-        // and c, the newcomer, waits out its grace (a fresh-start reading would give it 1).
-        assert_eq!(c.view().members, vec!["a", "b", "c"]);
-        assert!(c.view().mine.is_empty());
-    }
-
-    #[test]
-    fn bucket_states() {
-        let t0 = Instant::now();
-        let mut m = Membership::new("a", 4, Timing::default());
-        m.reset(
-            vec![
-                member("a", 1, 4, "1"),
-                member("b", 2, 4, "2"),
-                bucket(0, "a", 3),
-                bucket(1, "b", 4),
-                bucket(2, "", 5),
-                bucket(3, "gone", 6),
-            ],
-            t0,
-        );
-        assert_eq!(m.bucket_state(0, t0), BucketState::Mine);
-        assert_eq!(m.bucket_state(1, t0), BucketState::Held("b".into()));
-        assert_eq!(m.bucket_state(2, t0), BucketState::Free);
-        assert_eq!(m.bucket_state(3, t0), BucketState::Held("gone".into()), "not judged dead before a lease duration");
-        assert_eq!(m.bucket_state(3, t0 + 15 * S), BucketState::HolderDead("gone".into()));
-        assert_eq!(m.bucket_state(1, t0 + 15 * S), BucketState::HolderDead("b".into()));
-        m.delete(&Role::Bucket(2), t0);
-        assert_eq!(m.bucket_state(2, t0), BucketState::Absent);
-    }
-
-    #[test]
-    fn an_observer_that_was_cut_off_judges_nobody_dead_until_it_has_watched_again() {
-        let t0 = Instant::now();
-        let mut m = Membership::new("a", 4, Timing::default());
-        m.reset(vec![member("a", 1, 4, "1"), member("b", 2, 4, "2"), bucket(1, "b", 3)], t0);
-        // a's watch was down from t0 to t0+20 s: b's renewals never reached it.
-        m.restart_observation(t0 + 20 * S);
-        assert_eq!(m.bucket_state(1, t0 + 21 * S), BucketState::Held("b".into()));
-        assert_eq!(m.bucket_state(1, t0 + 35 * S), BucketState::HolderDead("b".into()));
-    }
-
-    #[test]
-    fn a_relist_does_not_revive_the_dead() {
-        let t0 = Instant::now();
-        let mut m = Membership::new("a", 4, Timing::default());
-        m.reset(vec![member("a", 1, 4, "1"), member("b", 2, 4, "2")], t0);
-        m.reset(vec![member("a", 5, 4, "1"), member("b", 2, 4, "2")], t0 + 14 * S);
-        assert!(!m.is_alive("b", t0 + 15 * S));
-        assert!(m.is_alive("a", t0 + 15 * S));
-    }
-
-    #[test]
-    fn the_newer_member_with_another_bucket_count_refuses() {
-        let t0 = Instant::now();
-        let mut old = Membership::new("old", 4, Timing::default());
-        let mut new = Membership::new("new", 8, Timing::default());
-        let leases = vec![member("old", 1, 4, "2026-01-01T00:00:00Z"), member("new", 2, 8, "2026-06-01T00:00:00Z")];
-        old.reset(leases.clone(), t0);
-        new.reset(leases, t0);
-        old.tick(t0 + 3 * S);
-        new.tick(t0 + 3 * S);
-        assert!(old.view().refused.is_none());
-        assert_eq!(old.view().members, vec!["old"], "the odd member is left out of the assignment");
-        assert_eq!(old.view().mine.len(), 4);
-        assert!(new.view().refused.is_some_and(|r| r.contains("--buckets")));
-        assert!(new.view().mine.is_empty());
-    }
-}
+mod tests;

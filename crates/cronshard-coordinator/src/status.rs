@@ -34,7 +34,10 @@ pub struct Transition {
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub namespace: String,
+    /// The bucket count of record (Lease `cronshard-config`), else the one asked for.
     pub buckets: u32,
+    /// The count of record is stored (false: no replica has recorded one yet).
+    pub recorded: bool,
     pub members: Vec<Member>,
     /// Buckets with no Lease, a released one, or a holder that is not a live member.
     pub unowned: Vec<u32>,
@@ -53,6 +56,7 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::Res
     let now = k8s_openapi::jiff::Timestamp::now();
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
     let mut holders: BTreeMap<u32, (LeaseInfo, Option<String>)> = BTreeMap::new();
+    let mut record = None;
     for lease in &leases.items {
         let Some(info) = LeaseInfo::from_lease(lease) else { continue };
         match &info.role {
@@ -74,8 +78,10 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::Res
                 let acquired = lease.spec.as_ref().and_then(|s| s.acquire_time.as_ref()).map(|t| t.0.to_string());
                 holders.insert(*b, (info, acquired));
             }
+            Role::Config => record = info.bucket_count,
         }
     }
+    let buckets = record.unwrap_or(buckets);
     let mut unowned = Vec::new();
     for b in 0..buckets {
         let holder = holders.get(&b).and_then(|(i, _)| i.holder.clone()).filter(|h| !h.is_empty());
@@ -100,6 +106,7 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::Res
     Ok(Report {
         namespace: namespace.to_owned(),
         buckets,
+        recorded: record.is_some(),
         members: members.into_values().collect(),
         unowned,
         last_transitions,
@@ -129,8 +136,14 @@ fn ranges(buckets: &[u32]) -> String {
 /// The report as a table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let _ =
-        writeln!(out, "namespace {}, {} buckets, {} members", report.namespace, report.buckets, report.members.len());
+    let recorded = if report.recorded { "" } else { " (none recorded yet)" };
+    let _ = writeln!(
+        out,
+        "namespace {}, {} buckets{recorded}, {} members",
+        report.namespace,
+        report.buckets,
+        report.members.len()
+    );
     let _ = writeln!(out, "\n{:<40} {:>8} {:>9} {:>8}  BUCKETS", "MEMBER", "RENEWED", "--buckets", "OWNED");
     for m in &report.members {
         let renewed = match (m.renewed_seconds_ago, m.expired) {

@@ -2,7 +2,7 @@
 //! faithful to kube-apiserver's list, watch, concurrency and flow-control semantics.
 //!
 //! [`app`] returns an axum `Router`, so tests serve it in-process; `cronshard sim` serves
-//! it standalone. See shared/spec/apiserver-sim.md for what it must do.
+//! it standalone. See docs/simulator.md for what it serves and how.
 
 mod admin;
 mod api;

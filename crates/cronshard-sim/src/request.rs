@@ -135,7 +135,7 @@ impl ListParams {
     pub fn parse(query: &HashMap<String, String>) -> Result<Self> {
         let get = |k: &str| query.get(k).map(String::as_str);
         let mut p = ListParams {
-            labels: LabelSelector::parse(get("labelSelector").unwrap_or(""))?,
+            labels: crate::selector::parse_labels(get("labelSelector").unwrap_or(""))?,
             fields: FieldSelector::parse(get("fieldSelector").unwrap_or(""))?,
             ..ListParams::default()
         };

@@ -1,6 +1,6 @@
 //! cronshard's pure core: everything cronshard computes about time, with no I/O and no clock reads.
 //!
-//! Time is always a parameter ([`jiff::Timestamp`]); nothing here reads a clock, talks to
+//! Time is always a parameter ([`jiff::Timestamp`], or an `Instant` for the log throttle); nothing here reads a clock, talks to
 //! Kubernetes or spawns tasks, so every rule can be tested as a pure function.
 
 pub mod bucket;
@@ -9,6 +9,8 @@ pub mod cronjob;
 mod error;
 pub mod keys;
 pub mod schedule;
+pub mod selector;
+pub mod throttle;
 pub mod zone;
 
 pub use bucket::bucket;

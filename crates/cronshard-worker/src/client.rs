@@ -11,22 +11,26 @@ use kube::client::{Body, ClientBuilder};
 use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 
+use crate::fence::{Fence, fenced_request};
 use crate::metrics::ApiCounters;
 
 /// Retries of one request answered 429, 503 or 504; after that the caller's own backoff
 /// takes over, so one throttled CronJob never holds the others.
 const MAX_RETRIES: u32 = 4;
 
-/// Builds a client from `config` whose responses are counted in `counters`.
-pub fn build(mut config: kube::Config, counters: ApiCounters) -> crate::Result<kube::Client> {
+/// Builds a client from `config` whose responses are counted in `counters` and whose writes
+/// (other than to Leases) pass only while `fence` allows.
+pub fn build(mut config: kube::Config, counters: ApiCounters, fence: Fence) -> crate::Result<kube::Client> {
     // kube's default retries up to 15 times over minutes; ours is bounded and sits outside
     // the counting layer, so every attempt is counted.
     config.default_retry = false;
     let retry = RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(10), MAX_RETRIES, true)
         .map_err(|e| crate::Error::Client(e.to_string()))?;
     let builder = ClientBuilder::try_from(config).map_err(|e| crate::Error::Client(e.to_string()))?;
-    // Retrying needs a cloneable service; the buffer makes the boxed stack one.
+    // Retrying needs a cloneable service; the buffer makes the boxed stack one. The fence is
+    // innermost, checked right before a request goes to the wire (retries included).
     Ok(builder
+        .with_layer(&FenceLayer(fence))
         .with_layer(&BufferLayer::new(1024))
         .with_layer(&CountLayer(counters))
         .with_layer(&RetryLayer::new(retry))
@@ -90,6 +94,48 @@ where
             counters.observe(verb, code);
             result
         })
+    }
+}
+
+#[derive(Clone, Debug)]
+struct FenceLayer(Fence);
+
+impl<S> tower::Layer<S> for FenceLayer {
+    type Service = Fenced<S>;
+    fn layer(&self, inner: S) -> Fenced<S> {
+        Fenced { inner, fence: self.0.clone() }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Fenced<S> {
+    inner: S,
+    fence: Fence,
+}
+
+/// A write held back because the renew deadline has passed.
+#[derive(Debug, thiserror::Error)]
+#[error("write held back: this replica is past its renew deadline (fenced)")]
+pub struct FencedWrite;
+
+impl<S, R> tower::Service<http::Request<Body>> for Fenced<S>
+where
+    S: tower::Service<http::Request<Body>, Response = R, Error = tower::BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = R;
+    type Error = tower::BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<R, tower::BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        if fenced_request(&request) && !self.fence.allows(std::time::Instant::now()) {
+            return Box::pin(async { Err(FencedWrite.into()) });
+        }
+        Box::pin(self.inner.call(request))
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use cronshard_types::Timestamp;
 use jiff::SignedDuration;
 
+use crate::fence::Fence;
 use crate::limiter::Limiter;
 use crate::metrics::Metrics;
 
@@ -85,6 +86,10 @@ pub struct Context {
     pub settings: Settings,
     pub clock: Clock,
     pub recorder: kube::runtime::events::Recorder,
+    /// Holds writes back once the renew deadline has passed (see [`crate::fence`]).
+    pub fence: Fence,
+    /// The API server's URL, named in connection errors.
+    pub server: String,
 }
 
 impl std::fmt::Debug for Context {
@@ -103,7 +108,9 @@ impl Context {
         clock: Clock,
         metrics: Metrics,
     ) -> crate::Result<Arc<Self>> {
-        let client = crate::client::build(config, metrics.api.clone())?;
+        let fence = Fence::default();
+        let server = config.cluster_url.to_string();
+        let client = crate::client::build(config, metrics.api.clone(), fence.clone())?;
         let reporter = kube::runtime::events::Reporter {
             controller: "cronshard".into(),
             instance: Some(settings.identity.clone()),
@@ -115,6 +122,8 @@ impl Context {
             metrics,
             settings,
             clock,
+            fence,
+            server,
         }))
     }
 

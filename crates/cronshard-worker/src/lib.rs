@@ -1,7 +1,7 @@
 //! cronshard-worker: the reconciler for the CronJobs of one bucket.
 //!
 //! [`sync`] is one sync of one CronJob, exactly as the in-tree controller (v2) does it, with
-//! the fixes shared/spec/cronjob-semantics.md marks. It sees the cluster only through the
+//! the fixes docs/design.md ("CronJob semantics") marks. It sees the cluster only through the
 //! narrow [`Jobs`] trait and plain structs, so every rule is tested without a server.
 //! [`bucket::run`] drives it for one bucket against a real API server.
 
@@ -10,6 +10,7 @@ pub mod client;
 pub mod context;
 pub mod convert;
 mod error;
+pub mod fence;
 pub mod kube_jobs;
 pub mod labeller;
 pub mod limiter;

@@ -1,4 +1,4 @@
-//! One test per rule of shared/spec/cronjob-semantics.md, FIXes included, with time passed
+//! One test per rule of the CronJob semantics in docs/design.md, FIXes included, with time passed
 //! in and the cluster replaced by an in-memory [`Jobs`].
 
 use std::collections::BTreeMap;

@@ -29,7 +29,8 @@ pub(crate) struct RunArgs {
     /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Replica identity; default: $POD_NAME, else the hostname.
+    /// Replica identity; default: $POD_NAME, else the hostname with a random suffix (two
+    /// processes with one identity would both work its buckets; one of them refuses).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
     /// Address of /metrics, /healthz and /readyz (port 0 picks a free port, printed on stdout).
@@ -38,9 +39,10 @@ pub(crate) struct RunArgs {
     /// Manage only CronJobs matching this label selector (gradual migration from the in-tree controller).
     #[arg(long, env = "CRONSHARD_SELECTOR")]
     selector: Option<String>,
-    /// Number of buckets; must be the same on every replica.
-    #[arg(long, env = "CRONSHARD_BUCKETS", default_value_t = NonZeroU32::new(64).expect("non-zero"))]
-    buckets: NonZeroU32,
+    /// Number of buckets (1 to 4096); must be the deployment's count of record (the first
+    /// replica records it in Lease cronshard-config; a replica that disagrees refuses).
+    #[arg(long, env = "CRONSHARD_BUCKETS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_BUCKETS)))]
+    buckets: u32,
     /// Namespace of the member and bucket Leases; default: $POD_NAMESPACE, else the
     /// kubeconfig's (or service account's) namespace.
     #[arg(long, env = "POD_NAMESPACE")]
@@ -62,7 +64,7 @@ pub(crate) struct RunArgs {
     /// Client rate limit for the whole replica, requests per second (0 = unlimited). Sized
     /// for herds: a minute with 10,000 runs due needs the API server's whole write rate, and
     /// the server's own flow control (429 + Retry-After, honoured) is the real limit.
-    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 1000.0)]
+    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 1000.0, value_parser = parse_rate)]
     qps: f64,
     /// Client burst.
     #[arg(long, env = "CRONSHARD_BURST", default_value_t = 1000)]
@@ -72,7 +74,7 @@ pub(crate) struct RunArgs {
     /// each send at --qps would together queue at the API server, where one replica's status
     /// writes delay another's due Job creations; kept within the server's admitted write rate,
     /// every replica's own priorities hold.
-    #[arg(long, env = "CRONSHARD_DEPLOYMENT_QPS", default_value_t = 1000.0)]
+    #[arg(long, env = "CRONSHARD_DEPLOYMENT_QPS", default_value_t = 1000.0, value_parser = parse_rate)]
     deployment_qps: f64,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
@@ -80,8 +82,26 @@ pub(crate) struct RunArgs {
     testing_clock_from: Option<String>,
 }
 
-fn hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty())
+/// The most buckets a deployment may have: each is a Lease and two watches per owner.
+const MAX_BUCKETS: u32 = 4096;
+
+/// A request rate: a finite number, zero or more.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate >= 0.0 => Ok(rate),
+        _ => Err(format!("{text:?} is not a rate: give a number of requests per second, 0 or more")),
+    }
+}
+
+/// The hostname with a random suffix: hostNetwork pods and cloned machines share hostnames.
+fn default_identity() -> Option<String> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?.trim().to_ascii_lowercase();
+    let host: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).collect();
+    let host = host.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if host.is_empty() {
+        return None;
+    }
+    Some(format!("{host}-{:05x}", rand::random::<u32>() & 0xfffff))
 }
 
 /// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config.
@@ -136,8 +156,8 @@ async fn readyz(State(h): State<Health>) -> impl IntoResponse {
     (StatusCode::OK, format!("ok: {} buckets", o.owned.len()))
 }
 
-/// The worker's bucket set, driven by the coordinator.
-struct Workers(BucketSet);
+/// The worker's bucket set and write fence, driven by the coordinator.
+struct Workers(BucketSet, cronshard_worker::fence::Fence);
 
 impl Buckets for Workers {
     fn start(&mut self, bucket: u32, epoch: i32) {
@@ -147,7 +167,11 @@ impl Buckets for Workers {
         self.0.stop(bucket).boxed()
     }
     fn abort_all(&mut self) {
+        self.1.close();
         self.0.abort_all();
+    }
+    fn writes_until(&mut self, deadline: std::time::Instant) {
+        self.1.open_until(deadline);
     }
 }
 
@@ -168,16 +192,24 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-async fn serve(args: RunArgs) -> Result<(), String> {
-    let identity = args.identity.clone().or_else(hostname).ok_or("no --identity, no POD_NAME and no hostname")?;
-    if let Some(selector) = &args.selector
-        && selector.contains(cronshard_types::keys::BUCKET_LABEL)
-    {
+/// Checks the selector as the API server would, before any request.
+fn check_selector(selector: Option<&str>) -> Result<(), String> {
+    let Some(selector) = selector else { return Ok(()) };
+    if selector.contains(cronshard_types::keys::BUCKET_LABEL) {
         return Err(format!(
             "--selector must not use {}: cronshard owns that label",
             cronshard_types::keys::BUCKET_LABEL
         ));
     }
+    cronshard_types::selector::LabelSelector::parse(selector)
+        .map(drop)
+        .map_err(|e| format!("--selector {selector:?} is not a label selector: {e}"))
+}
+
+async fn serve(args: RunArgs) -> Result<(), String> {
+    let identity = args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
+    check_selector(args.selector.as_deref())?;
+    let buckets = NonZeroU32::new(args.buckets).ok_or("--buckets must be at least 1")?;
     let config = client_config(&args, &identity).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let timing = Timing {
@@ -187,14 +219,14 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         join_grace: args.join_grace,
         ..Timing::default()
     };
-    let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets: args.buckets, timing };
+    let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets, timing };
     coordination.validate().map_err(|e| e.to_string())?;
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
         tokio::spawn(clock.clone().follow(url.clone()));
     }
-    let settings = Settings { identity: identity.clone(), buckets: args.buckets, selector: args.selector.clone() };
+    let settings = Settings { identity: identity.clone(), buckets, selector: args.selector.clone() };
     let mut metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     coordinator_metrics.register(metrics.registry_mut());
@@ -211,7 +243,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         let _ = writeln!(out, "http://{addr}");
         let _ = out.flush();
     }
-    tracing::info!(%identity, metrics = %addr, buckets = args.buckets.get(), namespace = %coordination.namespace, "cronshard running");
+    tracing::info!(%identity, metrics = %addr, buckets, namespace = %coordination.namespace, server = %ctx.server, "cronshard running");
     let (ownership_tx, ownership) = tokio::sync::watch::channel(Ownership::default());
     let health = Health { ctx: ctx.clone(), ready: ready.clone(), ownership: ownership.clone() };
     let app = Router::new()
@@ -226,7 +258,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     // The labellers follow the owned set; the client rate follows this replica's share.
     let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
     let mut follow = ownership.clone();
-    let budget = (args.qps, f64::from(args.burst), args.deployment_qps, args.buckets.get());
+    let budget = (args.qps, f64::from(args.burst), args.deployment_qps, buckets.get());
     let rate_ctx = ctx.clone();
     tokio::spawn(async move {
         while follow.changed().await.is_ok() {
@@ -243,7 +275,9 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         }
     });
     let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
-    let workers = Workers(BucketSet::new(ctx.clone(), ready));
+    // No bucket write before the first renewal.
+    ctx.fence.close();
+    let workers = Workers(BucketSet::new(ctx.clone(), ready), ctx.fence.clone());
     let mut coordinator = tokio::spawn(cronshard_coordinator::run(
         ctx.client.clone(),
         coordination,

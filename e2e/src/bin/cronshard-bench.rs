@@ -1,4 +1,4 @@
-//! The benchmark harness (shared/spec/benchmarks.md): for each arm, a fresh `cronshard sim`
+//! The benchmark harness (docs/benchmarks.md): for each arm, a fresh `cronshard sim`
 //! with the scenario's settings, the scenario's CronJobs bulk-loaded, the arm's controller
 //! processes started, faults applied on time; then the audit log is read and compared with
 //! what was due. Writes `report.json` and `report.svg` to `--out` and prints a table.

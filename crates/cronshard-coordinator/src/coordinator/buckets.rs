@@ -1,0 +1,164 @@
+//! Bucket Leases: claiming with a resourceVersion precondition, two-phase release, fencing,
+//! and the graceful exit.
+
+use std::time::{Duration, Instant};
+
+use kube::api::{DeleteParams, PostParams};
+use rand::RngExt;
+
+use super::{Buckets, Coordinator, Held, SHUTDOWN_WAIT};
+use crate::lease::{LeaseInfo, bucket_lease, bucket_name, claim, member_name};
+use crate::membership::BucketState;
+
+impl<B: Buckets> Coordinator<B> {
+    /// Releases what the assignment no longer gives this replica and claims what it does.
+    pub(super) async fn rebalance(&mut self, view: &crate::View, now: Instant) {
+        let surplus: Vec<u32> = self.held.keys().filter(|b| !view.mine.contains(b)).copied().collect();
+        for b in surplus {
+            self.release(b);
+        }
+        for b in view.mine.iter().copied() {
+            if self.held.contains_key(&b) || self.releasing.contains(&b) {
+                continue;
+            }
+            // Many claims in a row (start-up, a takeover under load) must not starve renewals.
+            if Instant::now() >= self.next_renew {
+                self.renew().await;
+            }
+            match self.index.bucket_state(b, now) {
+                BucketState::Held(_) => {
+                    self.claim_at.remove(&b);
+                }
+                // A Lease naming this identity but not held by this process: an earlier
+                // incarnation's (restart, or before fencing). Nobody else acts on it; re-claim
+                // at once, as a new claimant.
+                BucketState::Mine => self.claim(b).await,
+                BucketState::Absent | BucketState::Free | BucketState::HolderDead(_) => {
+                    let jitter = self.settings.timing.claim_jitter;
+                    let at = *self.claim_at.entry(b).or_insert_with(|| {
+                        let wait =
+                            if jitter.is_zero() { 0 } else { rand::rng().random_range(0..jitter.as_millis() as u64) };
+                        now + Duration::from_millis(wait)
+                    });
+                    if now >= at {
+                        self.claim(b).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops every bucket now. Others may take them a lease duration after they last saw the
+    /// member Lease change, which is later than this.
+    pub(super) fn fence(&mut self) {
+        tracing::error!(held = self.held.len(), "stopping all bucket work; will rejoin as a new claimant");
+        self.buckets.abort_all();
+        self.held.clear();
+        self.releasing.clear();
+        self.handovers.abort_all();
+        self.claim_at.clear();
+        self.metrics.fenced.inc();
+    }
+
+    /// Claims bucket `b` with a resourceVersion precondition (or a create if it has no Lease).
+    async fn claim(&mut self, b: u32) {
+        self.claim_at.remove(&b);
+        let current = self.index.bucket_lease(b).cloned();
+        let call = claim(
+            &self.api,
+            b,
+            &self.settings.identity,
+            self.settings.buckets.get(),
+            self.lease_duration_s(),
+            current.as_ref(),
+        );
+        match tokio::time::timeout(self.settings.timing.renew_period, call).await {
+            Ok(Ok(fresh)) => {
+                let resource_version = fresh.metadata.resource_version.clone().unwrap_or_default();
+                let transitions = fresh.spec.as_ref().and_then(|s| s.lease_transitions).unwrap_or(0);
+                tracing::info!(bucket = b, epoch = transitions, "claimed bucket");
+                self.held.insert(b, Held { resource_version, transitions });
+                if let Some(info) = LeaseInfo::from_lease(&fresh) {
+                    self.index.apply(info, Instant::now());
+                }
+                self.metrics.lease_transitions.inc();
+                self.buckets.start(b, transitions);
+            }
+            // Someone else got there first (409), or our copy was stale: the watch will tell.
+            Ok(Err(kube::Error::Api(status))) if status.code == 409 => {
+                tracing::debug!(bucket = b, "lost a claim race");
+            }
+            Ok(Err(e)) => self.log_warn("claim", &format!("claim of bucket {b} failed: {e}")),
+            Err(_) => self.log_warn("claim", &format!("claim of bucket {b} timed out")),
+        }
+    }
+
+    /// Two-phase handover: stop the bucket's work (in-flight calls finish), then release
+    /// the Lease; only then can the new owner claim it. Runs in the background so renewals
+    /// go on.
+    fn release(&mut self, b: u32) {
+        let Some(held) = self.held.remove(&b) else { return };
+        self.releasing.insert(b);
+        let stopped = self.buckets.stop(b);
+        let api = self.api.clone();
+        let lease = bucket_lease(
+            b,
+            "",
+            self.settings.buckets.get(),
+            self.lease_duration_s(),
+            held.transitions,
+            Some(held.resource_version),
+        );
+        self.handovers.spawn(async move {
+            let started = Instant::now();
+            stopped.await;
+            match tokio::time::timeout(
+                Duration::from_secs(5),
+                api.replace(&bucket_name(b), &PostParams::default(), &lease),
+            )
+            .await
+            {
+                Ok(Ok(_)) => tracing::info!(bucket = b, "released bucket"),
+                // 409: the Lease moved on without us (we were judged dead): nothing to release.
+                Ok(Err(e)) => tracing::warn!(bucket = b, error = %e, "release failed"),
+                Err(_) => tracing::warn!(bucket = b, "release timed out"),
+            }
+            (b, started.elapsed())
+        });
+    }
+
+    pub(super) fn handover_done(&mut self, done: Result<(u32, Duration), tokio::task::JoinError>) {
+        if let Ok((b, took)) = done {
+            self.releasing.remove(&b);
+            self.metrics.handover_seconds.observe(took.as_secs_f64());
+        }
+    }
+
+    /// Graceful exit: release every bucket (stopping its work first), then leave.
+    pub(super) async fn shutdown(&mut self) {
+        let held: Vec<u32> = self.held.keys().copied().collect();
+        tracing::info!(buckets = held.len(), "releasing every bucket before exit");
+        for b in held {
+            self.release(b);
+        }
+        let drain = async {
+            while let Some(done) = self.handovers.join_next().await {
+                self.handover_done(done);
+            }
+        };
+        if tokio::time::timeout(SHUTDOWN_WAIT, drain).await.is_err() {
+            tracing::warn!("buckets did not stop in time; their Leases expire with the member Lease");
+            self.buckets.abort_all();
+        }
+        if self.standing == super::Standing::Duplicate {
+            // The member Lease is the other process's now.
+            return;
+        }
+        let name = member_name(&self.settings.identity);
+        match tokio::time::timeout(Duration::from_secs(2), self.api.delete(&name, &DeleteParams::default())).await {
+            Ok(Ok(_)) => tracing::info!("left the member set"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not delete the member Lease; it will expire"),
+            Err(_) => tracing::warn!("deleting the member Lease timed out; it will expire"),
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The coordination loop: renew the member Lease, follow every cronshard Lease through one
+//! label-selected watch, claim the buckets the assignment gives this replica when they are
+//! free or their holder is dead, hand over the others in two phases, and fence on a missed
+//! renew deadline before doing anything else.
+
+mod buckets;
+mod member;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use cronshard_types::throttle::Throttle;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::Api;
+use kube::runtime::utils::ResetTimerBackoff;
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::task::JoinSet;
+
+use crate::lease::{LeaseInfo, ROLE_LABEL, member_name};
+use crate::membership::{Membership, Timing};
+use crate::metrics::Metrics;
+
+/// How often the loop re-judges time-based state when no Lease changes (at most).
+const TICK: Duration = Duration::from_millis(250);
+/// Longest a graceful shutdown waits for buckets to stop and be released.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(25);
+
+/// The work the coordinator starts and stops: one bucket worker per owned bucket.
+pub trait Buckets: Send {
+    /// Starts work on `bucket`, claimed at `epoch` (the Lease's leaseTransitions).
+    fn start(&mut self, bucket: u32, epoch: i32);
+    /// Stops work on `bucket`; the future resolves once its in-flight calls have finished.
+    fn stop(&mut self, bucket: u32) -> BoxFuture<'static, ()>;
+    /// Stops all work at once without waiting (fencing: the renew deadline has passed).
+    fn abort_all(&mut self);
+    /// The member Lease was renewed: bucket work may write until `deadline` (the renew
+    /// deadline of that renewal) and must not write after it, whatever the loop is doing.
+    fn writes_until(&mut self, deadline: Instant) {
+        let _ = deadline;
+    }
+}
+
+/// A replica's coordination settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub identity: String,
+    /// Where the Leases live (the release namespace).
+    pub namespace: String,
+    pub buckets: NonZeroU32,
+    pub timing: Timing,
+}
+
+impl Settings {
+    pub fn validate(&self) -> crate::Result<()> {
+        self.timing.validate()?;
+        let name = member_name(&self.identity);
+        let valid = !self.identity.is_empty()
+            && name.len() <= 253
+            && self.identity.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-' || c == b'.')
+            && self.identity.as_bytes()[self.identity.len() - 1].is_ascii_alphanumeric();
+        if !valid {
+            return Err(crate::Error::Settings(format!(
+                "identity {:?} cannot name a Lease: use lower-case letters, digits, '-' and '.' (a pod name)",
+                self.identity
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What the coordinator publishes after every step: for the labellers (`owned`) and for
+/// `/readyz` (caught up with the assignment, renewing, not refusing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ownership {
+    /// Buckets whose workers run here.
+    pub owned: BTreeSet<u32>,
+    /// Buckets the assignment gives this replica.
+    pub desired: BTreeSet<u32>,
+    /// The member Lease was renewed within the renew deadline.
+    pub healthy: bool,
+    pub refused: Option<String>,
+}
+
+impl Ownership {
+    /// Caught up: renewing, not refusing, owning exactly what the assignment says.
+    pub fn settled(&self) -> bool {
+        self.healthy && self.refused.is_none() && self.owned == self.desired
+    }
+}
+
+/// A bucket this replica holds: the Lease as its claim left it.
+#[derive(Clone, Debug)]
+struct Held {
+    resource_version: String,
+    transitions: i32,
+}
+
+/// Where this replica stands with its member Lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    /// Not renewed since start, or since the renew deadline was last missed.
+    Out,
+    /// Renewed; the successful renewal was sent at `at`.
+    Renewed { at: Instant },
+    /// Another process writes this identity's member Lease: this one stays out for good.
+    Duplicate,
+}
+
+/// What this replica knows of the Lease watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sight {
+    /// Following it: every change reaches the index.
+    Watching,
+    /// The watch failed or this process was cut off: changes may be missing, so nobody may
+    /// be judged dead until it has watched again for a lease duration.
+    Blind,
+    /// The view is stale beyond repair (a missed renew deadline): start a fresh list.
+    Relist,
+}
+
+struct Coordinator<B: Buckets> {
+    api: Api<Lease>,
+    settings: Settings,
+    buckets: B,
+    metrics: Metrics,
+    index: Membership,
+    held: BTreeMap<u32, Held>,
+    /// Buckets being stopped and released in the background.
+    releasing: BTreeSet<u32>,
+    handovers: JoinSet<(u32, Duration)>,
+    /// Jittered claim times of free buckets.
+    claim_at: HashMap<u32, Instant>,
+    owned_tx: tokio::sync::watch::Sender<Ownership>,
+    standing: Standing,
+    sight: Sight,
+    /// This process's mark on its member Lease.
+    incarnation: String,
+    /// The member Lease as this process last wrote it (resourceVersion, acquireTime).
+    member_rv: Option<String>,
+    acquired: Option<MicroTime>,
+    /// This process has written its member Lease at least once.
+    written: bool,
+    next_renew: Instant,
+    refusal: Option<String>,
+    logs: HashMap<&'static str, Throttle>,
+}
+
+type LeaseEvents = BoxStream<'static, Result<watcher::Event<Lease>, watcher::Error>>;
+
+/// The Lease watch. Its retries stay well inside the lease duration: a backoff longer than
+/// that would come back to a view in which every peer looks dead.
+fn lease_watch(api: Api<Lease>, timing: Timing) -> LeaseEvents {
+    let cap = (timing.lease_duration / 4).max(Duration::from_millis(100));
+    let retries = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100).min(cap))
+        .with_max_delay(cap)
+        .with_jitter()
+        .without_max_times();
+    let backoff = ResetTimerBackoff::new(watcher::ExponentialBackoff::from(retries), timing.lease_duration);
+    watcher(api, watcher::Config::default().labels(ROLE_LABEL)).backoff(backoff).boxed()
+}
+
+/// Runs the coordination loop until `stop` turns true, then releases every bucket and
+/// leaves. `owned` publishes what this replica works on after every step. Fails at once
+/// when the namespace of the Leases does not exist.
+pub async fn run<B: Buckets>(
+    client: kube::Client,
+    settings: Settings,
+    buckets: B,
+    metrics: Metrics,
+    owned: tokio::sync::watch::Sender<Ownership>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> crate::Result<()> {
+    settings.validate()?;
+    let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
+    let now = Instant::now();
+    let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
+    let mut c = Coordinator {
+        index: Membership::new(&settings.identity, settings.buckets.get(), settings.timing, now, wall),
+        api: api.clone(),
+        settings,
+        buckets,
+        metrics,
+        held: BTreeMap::new(),
+        releasing: BTreeSet::new(),
+        handovers: JoinSet::new(),
+        claim_at: HashMap::new(),
+        owned_tx: owned,
+        standing: Standing::Out,
+        sight: Sight::Blind,
+        incarnation: format!("{:016x}", rand::random::<u64>()),
+        member_rv: None,
+        acquired: None,
+        written: false,
+        next_renew: now,
+        refusal: None,
+        logs: HashMap::new(),
+    };
+    c.record_bucket_count(&mut stop).await?;
+    let mut events = lease_watch(api.clone(), c.settings.timing);
+    let mut initial: Option<Vec<LeaseInfo>> = None;
+    let tick = TICK.min(c.settings.timing.renew_period / 4);
+    loop {
+        if c.sight == Sight::Relist {
+            events = lease_watch(api.clone(), c.settings.timing);
+            initial = None;
+            c.sight = Sight::Blind;
+        }
+        tokio::select! {
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    break;
+                }
+            }
+            event = events.next() => match event {
+                Some(event) => c.on_event(event, &mut initial),
+                None => break,
+            },
+            Some(done) = c.handovers.join_next(), if !c.handovers.is_empty() => c.handover_done(done),
+            _ = tokio::time::sleep(tick) => {}
+        }
+        c.step().await;
+    }
+    c.shutdown().await;
+    Ok(())
+}
+
+impl<B: Buckets> Coordinator<B> {
+    fn on_event(&mut self, event: Result<watcher::Event<Lease>, watcher::Error>, initial: &mut Option<Vec<LeaseInfo>>) {
+        let now = Instant::now();
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                self.sight = Sight::Blind;
+                self.index.restart_observation(now);
+                self.log_warn("watch", &format!("Lease watch failed; retrying: {e}"));
+                return;
+            }
+        };
+        match event {
+            watcher::Event::Init => *initial = Some(Vec::new()),
+            watcher::Event::InitApply(lease) => {
+                if let (Some(buffer), Some(info)) = (initial.as_mut(), LeaseInfo::from_lease(&lease)) {
+                    buffer.push(info);
+                }
+            }
+            watcher::Event::InitDone => {
+                self.index.reset(initial.take().unwrap_or_default(), now);
+                self.see_again(now);
+            }
+            watcher::Event::Apply(lease) => {
+                if let Some(info) = LeaseInfo::from_lease(&lease) {
+                    self.check_identity(&info);
+                    self.index.apply(info, now);
+                }
+                self.see_again(now);
+            }
+            watcher::Event::Delete(lease) => {
+                if let Some(info) = LeaseInfo::from_lease(&lease) {
+                    self.index.delete(&info.role, now);
+                }
+                self.see_again(now);
+            }
+        }
+    }
+
+    /// The watch delivers again: liveness is judged from here on, a lease duration on.
+    fn see_again(&mut self, now: Instant) {
+        if self.sight == Sight::Blind {
+            self.index.restart_observation(now);
+            self.sight = Sight::Watching;
+        }
+    }
+
+    /// Whether the last successful renewal is older than the renew deadline.
+    fn lapsed(&self, now: Instant) -> bool {
+        matches!(self.standing, Standing::Renewed { at } if now.duration_since(at) >= self.settings.timing.renew_deadline)
+    }
+
+    /// One pass. Fencing comes first: a replica that wakes up past its renew deadline
+    /// (paused, starved or cut off) stops every bucket before it renews, and rebuilds its
+    /// view of the others from a fresh list before judging anyone dead.
+    async fn step(&mut self) {
+        let now = Instant::now();
+        if self.lapsed(now) {
+            self.lapse(now);
+        }
+        if self.standing == Standing::Duplicate {
+            let view = self.index.view();
+            self.publish(false, &view);
+            return;
+        }
+        if self.sight != Sight::Watching {
+            self.index.restart_observation(now);
+        }
+        if now >= self.next_renew {
+            self.renew().await;
+            if self.index.record_missing() && self.sight == Sight::Watching && self.index.view().refused.is_none() {
+                self.restore_record().await;
+            }
+        }
+        let now = Instant::now();
+        self.index.tick(now);
+        let view = self.index.view();
+        self.metrics.members.set(view.members.len() as i64);
+        self.metrics.unowned_buckets.set(view.unowned as i64);
+        self.metrics.member_set_hash.set(view.member_hash as i64);
+        self.metrics.refused.set(i64::from(view.refused.is_some()));
+        let healthy = matches!(self.standing, Standing::Renewed { .. });
+        self.publish(healthy, &view);
+        if !healthy || self.standing == Standing::Duplicate {
+            return;
+        }
+        if let Some(reason) = &view.refused {
+            self.log_error("refused", &format!("not acting on any bucket: {reason}"));
+        }
+        self.rebalance(&view, now).await;
+        self.publish(healthy, &view);
+    }
+
+    /// The renew deadline passed: fence, and forget what this process knew of the others.
+    fn lapse(&mut self, now: Instant) {
+        tracing::error!(
+            held = self.held.len(),
+            "renew deadline missed: stopping all bucket work; re-listing the Leases before claiming anything"
+        );
+        if !self.held.is_empty() || !self.releasing.is_empty() {
+            self.fence();
+        }
+        self.standing = Standing::Out;
+        self.sight = Sight::Relist;
+        self.index.restart_observation(now);
+    }
+
+    fn publish(&self, healthy: bool, view: &crate::View) {
+        let refused = match self.standing {
+            Standing::Duplicate => self.refusal.clone(),
+            _ => view.refused.clone(),
+        };
+        let next = Ownership { owned: self.held.keys().copied().collect(), desired: view.mine.clone(), healthy, refused };
+        self.owned_tx.send_if_modified(|current| {
+            if *current == next {
+                false
+            } else {
+                *current = next;
+                true
+            }
+        });
+    }
+
+    fn log_warn(&mut self, site: &'static str, message: &str) {
+        if let Some(held_back) = self.logs.entry(site).or_default().admit(Instant::now()) {
+            tracing::warn!(held_back, "{message}");
+        }
+    }
+
+    fn log_error(&mut self, site: &'static str, message: &str) {
+        if let Some(held_back) = self.logs.entry(site).or_default().admit(Instant::now()) {
+            tracing::error!(held_back, "{message}");
+        }
+    }
+}

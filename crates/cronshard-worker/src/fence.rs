@@ -1,0 +1,96 @@
+//! The write fence: while a coordinator drives this replica, a write other than to a Lease
+//! leaves the process only before the renew deadline of the last renewal. A process that
+//! was paused (SIGSTOP, a long GC-like stall, a starved runtime) wakes up past its deadline;
+//! its bucket work may run before the coordinator has fenced it, and this stops those writes
+//! at the last moment, right before they reach the wire.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Shared by the client layer (which checks) and the coordinator's bucket set (which opens
+/// it on every renewal and closes it when fencing). Unarmed (no coordinator: tests, the
+/// single-process demo of one bucket set) it lets everything through.
+#[derive(Clone, Debug)]
+pub struct Fence(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    base: Instant,
+    armed: AtomicBool,
+    /// Nanoseconds after `base` until which writes may go out.
+    open_until_ns: AtomicU64,
+}
+
+impl Default for Fence {
+    fn default() -> Self {
+        Fence(Arc::new(Inner { base: Instant::now(), armed: AtomicBool::new(false), open_until_ns: AtomicU64::new(0) }))
+    }
+}
+
+impl Fence {
+    /// Writes may go out until `deadline`.
+    pub fn open_until(&self, deadline: Instant) {
+        let ns = u64::try_from(deadline.saturating_duration_since(self.0.base).as_nanos()).unwrap_or(u64::MAX);
+        self.0.open_until_ns.store(ns, Ordering::SeqCst);
+        self.0.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// No write may go out until the next renewal.
+    pub fn close(&self) {
+        self.0.open_until_ns.store(0, Ordering::SeqCst);
+        self.0.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a write may go out at `now`.
+    pub fn allows(&self, now: Instant) -> bool {
+        if !self.0.armed.load(Ordering::SeqCst) {
+            return true;
+        }
+        let ns = u64::try_from(now.saturating_duration_since(self.0.base).as_nanos()).unwrap_or(u64::MAX);
+        ns < self.0.open_until_ns.load(Ordering::SeqCst)
+    }
+}
+
+/// Whether a request is held by the fence: every write except to Leases (the coordinator's
+/// own renewals, claims and releases, which carry their own preconditions).
+pub fn fenced_request<B>(request: &http::Request<B>) -> bool {
+    let write = !matches!(*request.method(), http::Method::GET | http::Method::HEAD | http::Method::OPTIONS);
+    write && !request.uri().path().starts_with("/apis/coordination.k8s.io/")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn request(method: http::Method, path: &str) -> http::Request<()> {
+        http::Request::builder().method(method).uri(path).body(()).expect("request")
+    }
+
+    #[test]
+    fn unarmed_it_lets_everything_through_armed_only_until_the_deadline() {
+        let fence = Fence::default();
+        let t0 = Instant::now();
+        assert!(fence.allows(t0 + Duration::from_secs(3600)));
+        fence.open_until(t0 + Duration::from_secs(10));
+        assert!(fence.allows(t0 + Duration::from_secs(9)));
+        assert!(!fence.allows(t0 + Duration::from_secs(10)));
+        fence.open_until(t0 + Duration::from_secs(20));
+        assert!(fence.allows(t0 + Duration::from_secs(15)));
+        fence.close();
+        assert!(!fence.allows(t0 + Duration::from_secs(15)));
+    }
+
+    #[test]
+    fn only_writes_other_than_leases_are_held() {
+        assert!(fenced_request(&request(http::Method::POST, "/apis/batch/v1/namespaces/a/jobs")));
+        assert!(fenced_request(&request(http::Method::PUT, "/apis/batch/v1/namespaces/a/cronjobs/c/status")));
+        assert!(fenced_request(&request(http::Method::PATCH, "/apis/batch/v1/namespaces/a/cronjobs/c")));
+        assert!(fenced_request(&request(http::Method::POST, "/apis/events.k8s.io/v1/namespaces/a/events")));
+        assert!(!fenced_request(&request(http::Method::GET, "/apis/batch/v1/jobs?watch=true")));
+        let lease = "/apis/coordination.k8s.io/v1/namespaces/cronshard/leases/cronshard-bucket-1";
+        assert!(!fenced_request(&request(http::Method::PUT, lease)));
+    }
+}
