@@ -25,6 +25,9 @@ pub struct AuditRecord {
     pub resource_version: Option<String>,
     /// The object's `cronshard.io/bucket` label, when it has one.
     pub bucket: Option<String>,
+    /// Leases: `spec.holderIdentity` of the Lease written or read (empty when released).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 #[derive(Debug, Default)]

@@ -41,6 +41,8 @@ struct Worker {
     timers: BinaryHeap<Reverse<(Timestamp, String)>>,
     scheduled: HashMap<String, Timestamp>,
     failures: HashMap<String, u32>,
+    /// Per CronJob, the runs already reported as missed or skipped (see `sync`).
+    reported: HashMap<String, Timestamp>,
     cronjobs_listed: bool,
     jobs_listed: bool,
     init_cronjobs: Option<HashMap<String, Arc<CronJob>>>,
@@ -72,6 +74,7 @@ pub async fn run(
         timers: BinaryHeap::new(),
         scheduled: HashMap::new(),
         failures: HashMap::new(),
+        reported: HashMap::new(),
         cronjobs_listed: false,
         jobs_listed: false,
         init_cronjobs: None,
@@ -195,6 +198,7 @@ impl Worker {
                 let k = key(&cj.metadata);
                 self.cronjobs.remove(&k);
                 self.scheduled.remove(&k);
+                self.reported.remove(&k);
                 if let Some(uid) = &cj.metadata.uid {
                     self.uid_to_key.remove(uid);
                 }
@@ -325,7 +329,8 @@ impl Worker {
     /// What a sync of `k` needs from the caches.
     fn prepare(&self, k: String) -> Option<(String, Arc<CronJob>, CronJobState, Vec<ChildJob>)> {
         let cj = self.cronjobs.get(&k).cloned()?;
-        let state = cronjob_state(&cj)?;
+        let mut state = cronjob_state(&cj)?;
+        state.reported_through = self.reported.get(&k).copied();
         let children = self
             .owned
             .get(&state.uid)
@@ -344,6 +349,9 @@ impl Worker {
         write: Option<StatusWrite>,
     ) {
         self.record(cj, state, outcome);
+        if let Some(through) = outcome.reported_through {
+            self.reported.insert(k.to_owned(), through);
+        }
         let now = self.ctx.clock.now();
         let mut failed = outcome.error.clone();
         match write {
@@ -364,7 +372,8 @@ impl Worker {
                 tracing::warn!(cronjob = %k, %error, retry_in = ?delay, "sync failed");
                 self.ctx.metrics.sync_errors.inc();
                 let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
-                self.schedule(k, at);
+                // Backoff never skips a run: the next run's time bounds it.
+                self.schedule(k, outcome.requeue_at.map_or(at, |next| next.min(at)));
             }
             None => {
                 self.failures.remove(k);
@@ -386,10 +395,8 @@ impl Worker {
         } else if outcome.status_changed && outcome.status.last_schedule_time != state.status.last_schedule_time {
             m.duplicates_avoided.inc();
         }
-        for event in &outcome.events {
-            if matches!(event.reason, "MissSchedule" | "TooManyMissedTimes") {
-                m.missed.get_or_create(&ReasonLabels { reason: event.reason.into() }).inc();
-            }
+        for (reason, count) in &outcome.missed {
+            m.missed.get_or_create(&ReasonLabels { reason: reason.label().into() }).inc_by(*count);
         }
         if let Some(invalid) = outcome.invalid {
             m.invalid.get_or_create(&ReasonLabels { reason: format!("{invalid:?}") }).inc();
@@ -466,6 +473,8 @@ async fn sync_with_timeout(
             created: None,
             error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
             invalid: None,
+            missed: Vec::new(),
+            reported_through: state.reported_through,
         },
     }
 }

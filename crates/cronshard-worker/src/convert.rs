@@ -66,6 +66,7 @@ pub fn cronjob_state(cj: &CronJob) -> Option<CronJobState> {
             last_schedule_time: status.last_schedule_time.as_ref().map(from_k8s),
             last_successful_time: status.last_successful_time.as_ref().map(from_k8s),
         },
+        reported_through: None,
     })
 }
 

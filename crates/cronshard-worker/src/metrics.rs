@@ -94,8 +94,8 @@ impl Default for Metrics {
         };
         // Every known reason from the start, at 0: `increase()` cannot see a series' first
         // sample, so a counter born at 1 would hide the first missed run from alerts.
-        for reason in ["MissSchedule", "TooManyMissedTimes"] {
-            drop(m.missed.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        for reason in crate::sync::MissReason::ALL {
+            drop(m.missed.get_or_create(&ReasonLabels { reason: reason.label().to_owned() }));
         }
         for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
             drop(m.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
@@ -111,7 +111,8 @@ impl Default for Metrics {
         );
         r.register(
             "cronshard_missed_runs",
-            "Runs not started, by reason (MissSchedule, TooManyMissedTimes)",
+            "Scheduled runs that never started, by reason (MissSchedule: past the starting deadline; Superseded \
+             and TooManyMissedTimes: a later run was due)",
             m.missed.clone(),
         );
         r.register("cronshard_invalid_cronjobs", "Syncs of CronJobs that cannot run, by reason", m.invalid.clone());

@@ -53,6 +53,10 @@ pub struct CronJobState {
     pub deleting: bool,
     pub spec: CronJobSpec,
     pub status: CronJobStatus,
+    /// Runs at or before this time have been reported (as missed, or as skipped on purpose)
+    /// by this controller already; the worker remembers it between syncs, so a miss is
+    /// counted once.
+    pub reported_through: Option<Timestamp>,
 }
 
 /// How a Job ended: a `Complete` or `Failed` condition with status True.
@@ -134,6 +138,33 @@ pub enum Invalid {
     InvalidSchedule,
 }
 
+/// Why a scheduled run did not start (the `reason` of `cronshard_missed_runs_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MissReason {
+    /// Its `startingDeadlineSeconds` passed before it could start (upstream's Event reason).
+    MissSchedule,
+    /// A later run was due too, and only the most recent missed run starts (upstream's rule).
+    Superseded,
+    /// As `Superseded`, with more than 100 missed at once (upstream's Event reason).
+    TooManyMissedTimes,
+}
+
+impl MissReason {
+    pub const ALL: [MissReason; 3] = [MissReason::MissSchedule, MissReason::Superseded, MissReason::TooManyMissedTimes];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            MissReason::MissSchedule => "MissSchedule",
+            MissReason::Superseded => "Superseded",
+            MissReason::TooManyMissedTimes => "TooManyMissedTimes",
+        }
+    }
+}
+
+/// Missed runs are counted one by one up to this many per sync (a CronJob that never runs,
+/// `startingDeadlineSeconds: 0`, would otherwise be walked back to its creation).
+pub const MISSED_COUNT_CAP: u64 = 10_000;
+
 /// What one sync did and wants.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -145,9 +176,13 @@ pub struct Outcome {
     pub requeue_at: Option<Timestamp>,
     /// The Job created by this sync and its scheduled time (for the skew histogram).
     pub created: Option<(ChildJob, Timestamp)>,
-    /// A transient failure: retry with backoff.
+    /// A failure: retry with backoff, but no later than `requeue_at`.
     pub error: Option<String>,
     pub invalid: Option<Invalid>,
+    /// Runs this sync found missed, by reason (counted once: see `reported_through`).
+    pub missed: Vec<(MissReason, u64)>,
+    /// The new `reported_through` for the worker to remember.
+    pub reported_through: Option<Timestamp>,
 }
 
 /// Go's `time.RFC1123Z`, which upstream's MissSchedule message uses.
@@ -160,6 +195,8 @@ struct Sync<'a> {
     status: CronJobStatus,
     changed: bool,
     events: Vec<Event>,
+    missed: Vec<(MissReason, u64)>,
+    reported_through: Option<Timestamp>,
 }
 
 impl Sync<'_> {
@@ -186,6 +223,19 @@ impl Sync<'_> {
             created: None,
             error: None,
             invalid: None,
+            missed: self.missed,
+            reported_through: self.reported_through,
+        }
+    }
+
+    /// Marks every run up to `through` reported.
+    fn reported(&mut self, through: Timestamp) {
+        self.reported_through = Some(self.reported_through.map_or(through, |r| r.max(through)));
+    }
+
+    fn miss(&mut self, reason: MissReason, count: u64) {
+        if count > 0 {
+            self.missed.push((reason, count));
         }
     }
 
@@ -197,7 +247,14 @@ impl Sync<'_> {
 /// One sync of `cj` at `now`. `children` are the Jobs the owner index holds for it (by
 /// controller uid), never a namespace scan.
 pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timestamp, jobs: &mut J) -> Outcome {
-    let mut s = Sync { cj, status: cj.status.clone(), changed: false, events: Vec::new() };
+    let mut s = Sync {
+        cj,
+        status: cj.status.clone(),
+        changed: false,
+        events: Vec::new(),
+        missed: Vec::new(),
+        reported_through: cj.reported_through,
+    };
 
     // Reconcile children against status.active.
     for job in children {
@@ -254,6 +311,8 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
         other => other,
     };
     if cj.spec.suspend {
+        // Runs while suspended are skipped on purpose, not missed.
+        s.reported(now);
         return s.finish(None);
     }
     let schedule = match schedule {
@@ -293,6 +352,7 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
             "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew".to_owned(),
         );
     }
+    count_missed(&mut s, &schedule, earliest, &due);
     let requeue =
         |status: &CronJobStatus| schedule.requeue_at(status.last_schedule_time.unwrap_or(cj.creation_timestamp), now);
     let Some(scheduled) = due.due else {
@@ -307,8 +367,21 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
             "MissSchedule",
             format!("Missed scheduled time to start a job: {}", rfc1123z(scheduled)),
         );
+        s.miss(MissReason::MissSchedule, 1);
+        s.reported(scheduled);
         let at = requeue(&s.status);
         return s.finish(at);
+    }
+    // Job names are per minute: a second run in the minute of the last one (`@every 10s`)
+    // cannot have a Job of its own. Upstream tries, gets AlreadyExists and backs off until
+    // the minute turns; this waits for the minute without a request.
+    if let Some(last) = s.status.last_schedule_time
+        && last < scheduled
+        && last.as_second().div_euclid(60) == scheduled.as_second().div_euclid(60)
+    {
+        s.reported(scheduled);
+        let next_minute = Timestamp::from_second((scheduled.as_second().div_euclid(60) + 1) * 60).ok();
+        return s.finish(next_minute.and_then(|n| n.checked_add(cronshard_types::cronjob::REQUEUE_DELAY).ok()));
     }
     let name = job_name(&cj.name, scheduled);
     if s.status.active.iter().any(|r| r.name == name) || s.status.last_schedule_time == Some(scheduled) {
@@ -322,6 +395,8 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
                 "JobAlreadyActive",
                 "Not starting job because prior execution is running and concurrency policy is Forbid".to_owned(),
             );
+            // Skipped by the CronJob's own policy, not missed.
+            s.reported(scheduled);
             let at = requeue(&s.status);
             return s.finish(at);
         }
@@ -353,10 +428,11 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
             return s.fail(format!("create job {name}: {e}"));
         }
         Ok(CreateResult::Rejected(reason)) => {
-            // Retrying the same request cannot help: wait for the next run (or a spec change).
+            // Refused (a quota, RBAC, an admission webhook): as upstream, retried with backoff,
+            // and no later than the next run; if that comes first, this run counts as missed.
             s.event(EventType::Warning, "FailedCreate", format!("Error creating job: {reason}"));
             let at = requeue(&s.status);
-            return s.finish(at);
+            return Outcome { error: Some(format!("create job {name} refused: {reason}")), ..s.finish(at) };
         }
         Ok(CreateResult::Created(job)) => {
             s.event(EventType::Normal, "SuccessfulCreate", format!("Created job {}", job.name));
@@ -393,10 +469,59 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
     if let Some(job) = &created {
         s.status.active.push(job.job_ref());
     }
+    s.reported(scheduled);
     s.status.last_schedule_time = Some(scheduled);
     s.changed = true;
     let at = requeue(&s.status);
     Outcome { created: created.map(|job| (job, scheduled)), ..s.finish(at) }
+}
+
+/// Counts the runs in `(earliest, now]` that will never start: those before the starting
+/// deadline's window (`MissSchedule`) and those superseded by the due run, skipping what was
+/// reported before; records one Warning per kind.
+fn count_missed(s: &mut Sync<'_>, schedule: &CronJobSchedule, earliest: Timestamp, due: &cronshard_types::Due) {
+    let from = s.reported_through.map_or(earliest, |r| r.max(earliest));
+    let runs = |after: Timestamp, through: Timestamp| -> (u64, Option<Timestamp>) {
+        let mut last = None;
+        let count = schedule
+            .schedule()
+            .iter_after(after)
+            .take_while(|t| *t <= through)
+            .take(MISSED_COUNT_CAP as usize)
+            .inspect(|t| last = Some(*t))
+            .count() as u64;
+        (count, last)
+    };
+    if due.earliest > from {
+        let (count, last) = runs(from, due.earliest);
+        if let Some(last) = last {
+            let more = if count > 1 { format!(" (and {} earlier)", count - 1) } else { String::new() };
+            let message = format!("Missed scheduled time to start a job: {}{more}", rfc1123z(last));
+            s.event(EventType::Warning, "MissSchedule", message);
+        }
+        s.miss(MissReason::MissSchedule, count);
+        s.reported(due.earliest);
+    }
+    let Some(scheduled) = due.due else { return };
+    let from = from.max(due.earliest);
+    if scheduled > from {
+        let (count, last) = runs(from, scheduled);
+        let before = count.saturating_sub(1);
+        if before > 0 && !due.too_many_missed {
+            let last = last.map_or_else(String::new, rfc1123z);
+            s.event(
+                EventType::Warning,
+                "MissSchedule",
+                format!("Missed {before} scheduled times to start a job before {last}: only the most recent one starts"),
+            );
+        }
+        let reason = if due.too_many_missed { MissReason::TooManyMissedTimes } else { MissReason::Superseded };
+        s.miss(reason, before);
+    }
+    // Everything before the due run is reported; the due run itself is not, until it starts.
+    if let Ok(before) = scheduled.checked_sub(jiff::SignedDuration::from_nanos(1)) {
+        s.reported(before);
+    }
 }
 
 /// Deletes a Job (Background propagation) and drops it from `status.active`.

@@ -84,6 +84,7 @@ fn cronjob(schedule: &str) -> CronJobState {
             ..CronJobSpec::default()
         },
         status: CronJobStatus::default(),
+        reported_through: None,
     }
 }
 
@@ -151,10 +152,12 @@ async fn only_the_latest_missed_run_starts_and_more_than_100_missed_warns() {
     assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T11:00:00Z"))]);
     assert_eq!(reasons(&out), ["TooManyMissedTimes", "SuccessfulCreate"]);
     assert_eq!(out.events[0].kind, EventType::Warning);
-    // Ninety missed minutes do not warn.
+    assert_eq!(out.missed, [(MissReason::TooManyMissedTimes, 179)], "every run but the one that starts");
+    // Ninety missed minutes do not earn TooManyMissedTimes, but are missed all the same.
     let mut jobs = FakeJobs::default();
     let out = run(&cj, &[], "2026-11-30T09:30:30Z", &mut jobs).await;
-    assert_eq!(reasons(&out), ["SuccessfulCreate"]);
+    assert_eq!(reasons(&out), ["MissSchedule", "SuccessfulCreate"]);
+    assert_eq!(out.missed, [(MissReason::Superseded, 89)]);
 }
 
 #[tokio::test]
@@ -434,17 +437,98 @@ async fn a_zone_inside_the_schedule_still_runs_but_warns_every_sync() {
 }
 
 #[tokio::test]
-async fn rejected_creates_warn_without_a_retry_storm() {
+async fn refused_creates_are_retried_with_backoff_until_the_next_run() {
     let mut cj = cronjob("*/5 * * * *");
     cj.name = "n".repeat(52);
     let mut jobs = FakeJobs { reject_create: true, ..FakeJobs::default() };
     let out = run(&cj, &[], "2026-11-30T08:05:10Z", &mut jobs).await;
     assert_eq!(reasons(&out), ["FailedCreate"]);
-    assert_eq!(out.error, None, "no backoff retries");
-    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:10:00.1Z")), "tried again at the next run");
+    assert!(out.error.is_some(), "retried with backoff (a quota may free up), as upstream does");
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:10:00.1Z")), "and no later than the next run");
+    assert!(out.missed.is_empty() && !out.status_changed);
+    // Still refused when the next run comes: the refused one is counted as missed, once.
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let out = run(&cj, &[], "2026-11-30T08:10:00.1Z", &mut jobs).await;
+    assert_eq!(out.missed, [(MissReason::Superseded, 1)]);
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let out = run(&cj, &[], "2026-11-30T08:10:30Z", &mut jobs).await;
+    assert!(out.missed.is_empty(), "not counted twice");
     // A transient failure is retried with backoff.
     let mut jobs = FakeJobs { fail_create: true, ..FakeJobs::default() };
     let out = run(&cronjob("*/5 * * * *"), &[], "2026-11-30T08:05:10Z", &mut jobs).await;
     assert_eq!(reasons(&out), ["FailedCreate"]);
     assert!(out.error.is_some() && !out.status_changed);
+}
+
+#[tokio::test]
+async fn runs_past_the_starting_deadline_are_counted_missed_once_with_a_warning() {
+    // An outage from 08:00 to 08:30: thirty every-minute runs, a 30 s deadline.
+    let mut cj = cronjob("* * * * *");
+    cj.spec.starting_deadline_seconds = Some(30);
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:30:40Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty(), "08:30 is 40 s late: outside its deadline too");
+    assert_eq!(out.missed, [(MissReason::MissSchedule, 30)]);
+    assert_eq!(reasons(&out), ["MissSchedule"]);
+    assert!(out.events[0].message.contains("Mon, 30 Nov 2026 08:30:00 +0000 (and 29 earlier)"), "{:?}", out.events);
+    // The next sync reports nothing again.
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let out = run(&cj, &[], "2026-11-30T08:30:50Z", &mut jobs).await;
+    assert!(out.missed.is_empty() && out.events.is_empty());
+    // And the next run is on time.
+    let out = run(&cj, &[], "2026-11-30T08:31:01Z", &mut jobs).await;
+    assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T08:31:00Z"))]);
+    assert!(out.missed.is_empty());
+}
+
+#[tokio::test]
+async fn a_zero_starting_deadline_misses_every_run_and_says_so() {
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.starting_deadline_seconds = Some(0);
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:05:00.2Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty(), "as upstream: never inside a zero-second window");
+    assert_eq!(out.missed, [(MissReason::MissSchedule, 1)]);
+    assert_eq!(reasons(&out), ["MissSchedule"]);
+}
+
+#[tokio::test]
+async fn runs_skipped_on_purpose_are_not_missed() {
+    // Suspended through three runs, then resumed: the latest starts (as upstream), none is
+    // counted missed.
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.suspend = true;
+    let out = run(&cj, &[], "2026-11-30T08:16:00Z", &mut FakeJobs::default()).await;
+    assert!(out.missed.is_empty());
+    cj.spec.suspend = false;
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:16:01Z", &mut jobs).await;
+    assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T08:15:00Z"))]);
+    assert!(out.missed.is_empty(), "{:?}", out.missed);
+    // Forbid with an active run: the run is skipped by the CronJob's own policy.
+    let mut cj = cronjob("*/5 * * * *");
+    cj.spec.concurrency_policy = ConcurrencyPolicy::Forbid;
+    let running = job(&name_at("nightly", "2026-11-30T08:05:00Z"), None, Some("2026-11-30T08:05:01Z"));
+    cj.status.active = vec![active(&running)];
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:05:00Z"));
+    let out = run(&cj, std::slice::from_ref(&running), "2026-11-30T08:10:01Z", &mut FakeJobs::default()).await;
+    assert_eq!(reasons(&out), ["JobAlreadyActive"]);
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let out = run(&cj, std::slice::from_ref(&running), "2026-11-30T08:15:01Z", &mut FakeJobs::default()).await;
+    assert!(out.missed.is_empty(), "{:?}", out.missed);
+}
+
+#[tokio::test]
+async fn a_schedule_faster_than_a_minute_runs_once_a_minute_without_requests_in_between() {
+    let mut cj = cronjob("@every 10s");
+    cj.status.last_schedule_time = Some(t("2026-11-30T08:05:00Z"));
+    let mut jobs = FakeJobs::default();
+    let out = run(&cj, &[], "2026-11-30T08:05:10.2Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty(), "08:05:10 would reuse the Job name of 08:05:00");
+    assert!(!out.status_changed && out.missed.is_empty() && out.events.is_empty());
+    assert_eq!(out.requeue_at, Some(t("2026-11-30T08:06:00.1Z")), "back when the minute turns");
+    let out = run(&cj, &[], "2026-11-30T08:06:00.1Z", &mut jobs).await;
+    assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T08:06:00Z"))]);
+    assert!(out.created.is_some());
 }

@@ -88,7 +88,7 @@ async fn a_run_creates_the_right_job_and_suspend_holds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_downtime_only_the_latest_run_starts() {
+async fn after_downtime_only_the_latest_run_starts_and_every_other_is_counted_missed() {
     let sim = sim();
     let config = serve(sim.clone()).await;
     let clock = Clock::default();
@@ -116,11 +116,19 @@ async fn after_downtime_only_the_latest_run_starts() {
     assert_eq!(names, vec![format!("long-{latest}"), format!("short-{latest}")]);
     wait_for("the warning", || event_reasons(&sim, "long").contains(&"TooManyMissedTimes".to_owned())).await;
     assert!(!event_reasons(&sim, "short").contains(&"TooManyMissedTimes".to_owned()));
-    // As upstream: a run older than the deadline window is outside `earliest`, so it is
-    // not even seen as missed (no MissSchedule Event either).
-    assert!(event_reasons(&sim, "deadline").is_empty());
+    // Upstream does not even see a run older than the deadline window (it is outside
+    // `earliest`): cronshard counts it missed and says so.
+    wait_for("the MissSchedule Events", || {
+        event_reasons(&sim, "deadline").contains(&"MissSchedule".to_owned())
+            && event_reasons(&sim, "short").contains(&"MissSchedule".to_owned())
+    })
+    .await;
+    // Every run of the downtime but the one that started: 180 - 1, 30 - 1, and all 30.
     let metrics = ctx.metrics.encode();
-    assert!(metrics.contains(r#"cronshard_missed_runs_total{reason="TooManyMissedTimes"} 1"#), "{metrics}");
+    for (reason, count) in [("TooManyMissedTimes", 179), ("Superseded", 29), ("MissSchedule", 30)] {
+        let line = format!(r#"cronshard_missed_runs_total{{reason="{reason}"}} {count}"#);
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
     let _ = stop.send(true);
     worker.await.expect("joins");
 }

@@ -188,6 +188,69 @@ fn creates(audit: &[Value]) -> HashMap<&str, usize> {
     creates
 }
 
+fn ok_write(r: &Value) -> bool {
+    r["code"].as_u64().is_some_and(|c| (200..300).contains(&c))
+        && matches!(r["verb"].as_str(), Some("create" | "update" | "patch" | "delete"))
+}
+
+/// Holder intervals from the audit log: a bucket is held by the holder its Lease was last
+/// written with (released: nobody). Every successful write to an object of a bucket must
+/// come from that bucket's holder at that moment, so no replica acts on a bucket outside its
+/// interval, and no two replicas' intervals overlap in writes. Returns how many writes were
+/// checked and the violations.
+fn writes_outside_holder_intervals(audit: &[Value]) -> (usize, Vec<String>) {
+    let mut holder: HashMap<String, String> = HashMap::new();
+    let (mut checked, mut violations) = (0, Vec::new());
+    for r in audit.iter().filter(|r| ok_write(r)) {
+        let user = r["user"].as_str().unwrap_or_default();
+        let name = r["name"].as_str().unwrap_or_default();
+        if r["resource"] == "leases" {
+            if let Some(b) = name.strip_prefix("cronshard-bucket-") {
+                holder.insert(b.to_owned(), r["holder"].as_str().unwrap_or_default().to_owned());
+            }
+            continue;
+        }
+        let Some(b) = r["bucket"].as_str() else { continue };
+        checked += 1;
+        if holder.get(b).map(String::as_str) != Some(user) {
+            violations.push(format!("seq {}: {user} wrote {} {name} in bucket {b} held by {:?}", r["seq"], r["resource"], holder.get(b)));
+        }
+    }
+    (checked, violations)
+}
+
+/// Bucket Leases taken from a holder that did not release them (previous holder, new holder,
+/// audit seq), in log order.
+fn takeovers(audit: &[Value]) -> Vec<(String, String, u64)> {
+    let mut holder: HashMap<&str, String> = HashMap::new();
+    let mut taken = Vec::new();
+    for r in audit.iter().filter(|r| ok_write(r) && r["resource"] == "leases") {
+        let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) else { continue };
+        let now = r["holder"].as_str().unwrap_or_default().to_owned();
+        if let Some(before) = holder.insert(name, now.clone())
+            && !before.is_empty()
+            && !now.is_empty()
+            && before != now
+        {
+            taken.push((before, now, r["seq"].as_u64().unwrap_or_default()));
+        }
+    }
+    taken
+}
+
+fn assert_no_violations(cluster: &Cluster, audit: &[Value], what: &str, violations: &[String]) {
+    if !violations.is_empty() {
+        let lines: Vec<String> = audit.iter().map(Value::to_string).collect();
+        let _ = std::fs::write(cluster.dir.join("audit.jsonl"), lines.join("\n"));
+    }
+    assert!(violations.is_empty(), "{} {what}, e.g. {:?}", violations.len(), &violations[..violations.len().min(5)]);
+}
+
+fn signal(p: &Proc, name: &str) {
+    let status = std::process::Command::new("sh").args(["-c", &format!("kill -{name} {}", p.0.id())]).status();
+    assert!(status.expect("sh kill").success(), "kill -{name}");
+}
+
 /// The tests here time takeovers and run many processes each: one at a time, or on two cores
 /// they would slow each other past their bounds.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -279,47 +342,9 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
         let n = creates.keys().filter(|name| name.ends_with(&format!("-{m}"))).count();
         assert_eq!(n, CRONJOBS, "minute {m}: {n} runs");
     }
-    // No interleaving: each successful write to a bucket's objects comes from the replica
-    // whose write to that bucket's Lease came last (its claim), so no replica acts on a
-    // bucket after another has claimed it.
-    let mut lease_writer: HashMap<String, String> = HashMap::new();
-    let mut violations = Vec::new();
-    let mut checked = 0;
-    for r in &audit {
-        let code = r["code"].as_u64().unwrap_or(0);
-        let write = matches!(r["verb"].as_str(), Some("create" | "update" | "patch" | "delete"));
-        if !write || !(200..300).contains(&code) {
-            continue;
-        }
-        let user = r["user"].as_str().unwrap_or_default().to_owned();
-        let name = r["name"].as_str().unwrap_or_default();
-        if r["resource"] == "leases" {
-            if let Some(b) = name.strip_prefix("cronshard-bucket-") {
-                lease_writer.insert(b.to_owned(), user);
-            }
-            continue;
-        }
-        let Some(b) = r["bucket"].as_str() else { continue };
-        checked += 1;
-        if lease_writer.get(b) != Some(&user) {
-            violations.push(format!(
-                "{user} wrote {} {name} in bucket {b} held by {:?}",
-                r["resource"],
-                lease_writer.get(b)
-            ));
-        }
-    }
+    let (checked, violations) = writes_outside_holder_intervals(&audit);
     assert!(checked > minutes.len() * CRONJOBS, "creates and status writes were checked: {checked}");
-    if !violations.is_empty() {
-        let lines: Vec<String> = audit.iter().map(Value::to_string).collect();
-        let _ = std::fs::write(dir.join("audit.jsonl"), lines.join("\n"));
-    }
-    assert!(
-        violations.is_empty(),
-        "{} interleaved writes, e.g. {:?}",
-        violations.len(),
-        &violations[..violations.len().min(5)]
-    );
+    assert_no_violations(&cluster, &audit, "interleaved writes", &violations);
 
     for (_, mut p) in running {
         assert_eq!(terminate(&mut p), Some(0));
@@ -393,6 +418,58 @@ fn a_rolling_restart_moves_each_bucket_once() {
         assert_eq!(n, 600, "minute {minute}: {n} runs");
     }
     for (_, mut p) in running {
+        assert_eq!(terminate(&mut p), Some(0));
+    }
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&cluster.dir);
+}
+
+/// SIGSTOP a replica for twice the lease duration across a minute boundary, then SIGCONT:
+/// it wakes past its renew deadline with a stale view of its peers. It must fence first and
+/// take nothing from live peers; its own buckets were taken over while it slept, and every
+/// run is created exactly once with every write inside its writer's holder interval.
+#[test]
+fn a_paused_replica_takes_nothing_from_live_peers() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    const NAMES: [&str; 3] = ["p1", "p2", "p3"];
+    let (mut sim, cluster) = start(&NAMES, 600, "1s", "pause");
+    let mut running: BTreeMap<&str, Proc> = NAMES.iter().map(|r| (*r, cluster.replica(r))).collect();
+    std::thread::sleep(Duration::from_secs(4));
+    let first = cluster.before_boundary(4);
+    cluster.wait_for_runs(first, Duration::from_secs(40));
+
+    let paused = cluster.before_boundary(3);
+    let paused_at = cluster.audit().len() as u64;
+    signal(&running["p2"], "STOP");
+    std::thread::sleep(Duration::from_secs(12));
+    signal(&running["p2"], "CONT");
+    cluster.wait_for_runs(paused, Duration::from_secs(40));
+    std::thread::sleep(Duration::from_secs(3));
+    let after = cluster.before_boundary(3);
+    cluster.wait_for_runs(after, Duration::from_secs(40));
+    std::thread::sleep(Duration::from_secs(2));
+
+    let audit = cluster.audit();
+    let creates = creates(&audit);
+    assert!(creates.values().all(|n| *n == 1), "no run created twice");
+    for minute in [first, paused, after] {
+        let n = creates.keys().filter(|name| name.ends_with(&format!("-{minute}"))).count();
+        assert_eq!(n, 600, "minute {minute}: {n} runs");
+    }
+    let (checked, violations) = writes_outside_holder_intervals(&audit);
+    assert!(checked > 3 * 600, "creates and status writes were checked: {checked}");
+    assert_no_violations(&cluster, &audit, "writes outside holder intervals", &violations);
+    // Only the paused replica's buckets may change hands without a release, and only after
+    // it was stopped.
+    let stolen: Vec<String> = takeovers(&audit)
+        .into_iter()
+        .filter(|(from, _, seq)| from != "p2" || *seq < paused_at)
+        .map(|(from, to, seq)| format!("seq {seq}: {to} took a bucket from live {from}"))
+        .collect();
+    assert_no_violations(&cluster, &audit, "takeovers from live holders", &stolen);
+    assert!(takeovers(&audit).iter().any(|(from, _, _)| from == "p2"), "the paused replica's buckets were taken over");
+
+    for (_, mut p) in std::mem::take(&mut running) {
         assert_eq!(terminate(&mut p), Some(0));
     }
     assert_eq!(terminate(&mut sim), Some(0));
