@@ -244,3 +244,112 @@ async fn a_partitioned_holder_stops_before_anyone_takes_over() {
         let _ = r.task.await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bucket_count_of_record_decides_not_who_is_older() {
+    let sim = sim_with_users(&["big", "small"]);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let big = replica(&url, "big", 8, &log);
+    wait_for("big owns all 8", || big.ownership.borrow().settled() && big.ownership.borrow().owned.len() == 8).await;
+    let record = sim.store().get(cronshard_sim::Resource::Leases, "default", "cronshard-config").expect("recorded");
+    assert_eq!(record.value()["metadata"]["annotations"]["cronshard.io/buckets"], "8");
+    let small = replica(&url, "small", 4, &log);
+    wait_for("small refuses", || small.ownership.borrow().refused.is_some()).await;
+    // Restart big: small is now the older member, and still refuses; big runs everything.
+    let _ = big.stop.send(true);
+    big.task.await.expect("joins").expect("runs");
+    let big = replica(&url, "big", 8, &log);
+    wait_for("big owns all 8 again", || big.ownership.borrow().settled() && big.ownership.borrow().owned.len() == 8)
+        .await;
+    let refusal = small.ownership.borrow().refused.clone().expect("still refusing");
+    assert!(refusal.contains("record is 8") && refusal.contains("--buckets 4"), "{refusal}");
+    assert!(!log.entries().iter().any(|(_, who, did)| who == "small" && matches!(did, Did::Start(..))));
+    for r in [big, small] {
+        let _ = r.stop.send(true);
+        let _ = r.task.await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_processes_with_one_identity_one_refuses_and_the_other_runs() {
+    let sim = sim_with_users(&["twin"]);
+    let url = serve(sim.clone()).await;
+    let (log_a, log_b) = (Log::default(), Log::default());
+    let a = replica(&url, "twin", 4, &log_a);
+    wait_for("the first owns all 4", || a.ownership.borrow().settled() && a.ownership.borrow().owned.len() == 4).await;
+    let b = replica(&url, "twin", 4, &log_b);
+    let refusing = |r: &Replica| r.ownership.borrow().refused.as_ref().is_some_and(|m| m.contains("same identity"));
+    wait_for("one of them refuses", || refusing(&a) || refusing(&b)).await;
+    let (out, on) = if refusing(&a) { (&a, &b) } else { (&b, &a) };
+    wait_for("the other owns all 4", || on.ownership.borrow().settled() && on.ownership.borrow().owned.len() == 4)
+        .await;
+    tokio::time::sleep(TIMING.lease_duration).await;
+    assert!(refusing(out) && !refusing(on), "exactly one refuses, for good");
+    assert!(out.ownership.borrow().owned.is_empty() && !out.ownership.borrow().healthy);
+    for r in [a, b] {
+        let _ = r.stop.send(true);
+        let _ = r.task.await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_namespace_is_an_error_at_once() {
+    let sim = sim_with_users(&["a"]);
+    let url = serve(sim.clone()).await;
+    let settings = Settings {
+        identity: "a".into(),
+        namespace: "does-not-exist".into(),
+        buckets: NonZeroU32::new(4).expect("buckets"),
+        timing: TIMING,
+    };
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let (owned, _ownership) = tokio::sync::watch::channel(Ownership::default());
+    let fake = FakeBuckets { who: "a".into(), log: Log::default() };
+    let run = cronshard_coordinator::run(client(&url, "a"), settings, fake, Metrics::default(), owned, stopped);
+    let error = tokio::time::timeout(Duration::from_secs(5), run).await.expect("at once").expect_err("an error");
+    assert!(error.to_string().contains("namespace \"does-not-exist\" does not exist"), "{error}");
+    let requests = sim.0.audit.since(0).len();
+    assert!(requests <= 2, "no busy loop: {requests} requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_outage_longer_than_the_lease_nobody_takes_a_peers_buckets() {
+    let sim = sim_with_users(&["a", "b"]);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let a = replica(&url, "a", 8, &log);
+    let b = replica(&url, "b", 8, &log);
+    wait_for("both settled", || {
+        let (oa, ob) = (a.ownership.borrow().clone(), b.ownership.borrow().clone());
+        oa.settled() && ob.settled() && oa.owned.len() == 4 && ob.owned.len() == 4
+    })
+    .await;
+    let before: BTreeMap<String, std::collections::BTreeSet<u32>> =
+        [("a", &a), ("b", &b)].iter().map(|(w, r)| ((*w).to_owned(), r.ownership.borrow().owned.clone())).collect();
+    // The API server fails every request of both for four lease durations.
+    sim.0.faults.update(|f| {
+        f.partitions.insert("a".into(), PartitionMode::Fail);
+        f.partitions.insert("b".into(), PartitionMode::Fail);
+    });
+    sim.drop_watches();
+    tokio::time::sleep(TIMING.lease_duration * 4).await;
+    let healed = Instant::now();
+    sim.0.faults.update(|f| f.partitions.clear());
+    wait_for("both own their share again", || {
+        let (oa, ob) = (a.ownership.borrow().clone(), b.ownership.borrow().clone());
+        oa.settled() && ob.settled() && oa.owned.len() == 4 && ob.owned.len() == 4
+    })
+    .await;
+    tokio::time::sleep(TIMING.lease_duration * 2).await;
+    let foreign: Vec<_> = log
+        .entries()
+        .into_iter()
+        .filter(|(at, who, did)| *at > healed && matches!(did, Did::Start(k, _) if !before[who].contains(k)))
+        .collect();
+    assert!(foreign.is_empty(), "claimed a live peer's bucket after the outage: {foreign:?}");
+    for r in [a, b] {
+        let _ = r.stop.send(true);
+        let _ = r.task.await;
+    }
+}
