@@ -210,8 +210,6 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let identity = args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
     check_selector(args.selector.as_deref())?;
     let buckets = NonZeroU32::new(args.buckets).ok_or("--buckets must be at least 1")?;
-    let config = client_config(&args, &identity).await?;
-    let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let timing = Timing {
         renew_period: args.renew_period,
         renew_deadline: args.renew_deadline,
@@ -219,6 +217,9 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         join_grace: args.join_grace,
         ..Timing::default()
     };
+    timing.validate().map_err(|e| e.to_string())?;
+    let config = client_config(&args, &identity).await?;
+    let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets, timing };
     coordination.validate().map_err(|e| e.to_string())?;
     let clock = Clock::default();
