@@ -16,6 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tracing::Instrument;
 
 use crate::context::Context;
+use crate::decoded::{Decoded, Undecodable, decodable};
 use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
@@ -61,8 +62,13 @@ pub async fn run(
 ) {
     let selector = ctx.bucket_selector(bucket);
     let config = watcher::Config::default().labels(&selector).any_semantic();
-    let mut cronjob_events = watcher(Api::<CronJob>::all(ctx.client.clone()), config.clone()).default_backoff().boxed();
-    let mut job_events = watcher(Api::<Job>::all(ctx.client.clone()), config).default_backoff().boxed();
+    // Jobs carry the bucket label but not their CronJob's labels: the migration selector
+    // chooses CronJobs only.
+    let job_selector = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
+    let job_config = watcher::Config::default().labels(&job_selector).any_semantic();
+    let cronjobs = Api::<Decoded<CronJob>>::all(ctx.client.clone());
+    let mut cronjob_events = watcher(cronjobs, config).default_backoff().boxed();
+    let mut job_events = watcher(Api::<Decoded<Job>>::all(ctx.client.clone()), job_config).default_backoff().boxed();
     let mut w = Worker {
         ctx: ctx.clone(),
         bucket,
@@ -91,12 +97,20 @@ pub async fn run(
                 }
             }
             event = cronjob_events.next() => match event {
-                Some(Ok(event)) => w.on_cronjob(event),
+                Some(Ok(event)) => {
+                    if let Some(event) = decodable(event, |bad| report_undecodable(&ctx, "CronJob", bad)) {
+                        w.on_cronjob(event);
+                    }
+                }
                 Some(Err(e)) => w.watch_failed("CronJob", &e),
                 None => break,
             },
             event = job_events.next() => match event {
-                Some(Ok(event)) => w.on_job(event),
+                Some(Ok(event)) => {
+                    if let Some(event) = decodable(event, |bad| report_undecodable(&ctx, "Job", bad)) {
+                        w.on_job(event);
+                    }
+                }
                 Some(Err(e)) => w.watch_failed("Job", &e),
                 None => break,
             },
@@ -128,7 +142,7 @@ impl Worker {
         {
             self.ctx.metrics.api.expired.inc();
         }
-        tracing::warn!(bucket = self.bucket, kind, %error, "watch failed; retrying");
+        self.ctx.log_warn("watch", &format!("{kind} watch of bucket {} failed; retrying: {error}", self.bucket));
     }
 
     fn next_wake(&self) -> Duration {
@@ -369,7 +383,7 @@ impl Worker {
                 let n = self.failures.entry(k.to_owned()).or_insert(0);
                 *n += 1;
                 let delay = Duration::from_secs(1u64 << (*n).min(9)).min(MAX_BACKOFF);
-                tracing::warn!(cronjob = %k, %error, retry_in = ?delay, "sync failed");
+                self.ctx.log_warn("sync", &format!("sync of {k} failed, retried in {delay:?}: {error}"));
                 self.ctx.metrics.sync_errors.inc();
                 let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
                 // Backoff never skips a run: the next run's time bounds it.
@@ -404,27 +418,8 @@ impl Worker {
         if outcome.events.is_empty() {
             return;
         }
-        let ctx = self.ctx.clone();
         let reference = kube::Resource::object_ref(cj.as_ref(), &());
-        let events = outcome.events.clone();
-        tokio::spawn(async move {
-            for event in events {
-                ctx.limiter.acquire(Priority::Background).await;
-                let published = kube::runtime::events::Event {
-                    type_: match event.kind {
-                        EventType::Normal => kube::runtime::events::EventType::Normal,
-                        EventType::Warning => kube::runtime::events::EventType::Warning,
-                    },
-                    reason: event.reason.to_owned(),
-                    note: Some(event.message),
-                    action: "Sync".into(),
-                    secondary: None,
-                };
-                if let Err(e) = ctx.recorder.publish(&published, &reference).await {
-                    tracing::debug!(error = %e, "could not record an Event");
-                }
-            }
-        });
+        crate::events::publish(self.ctx.clone(), reference, outcome.events.clone());
     }
 
     /// Takes a fresher copy than the watch has delivered, unless the watch is ahead.
@@ -436,6 +431,31 @@ impl Worker {
             self.cronjobs.insert(k, Arc::new(fresh));
         }
     }
+}
+
+/// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
+/// Warning Event on it, so its owner learns why it does not run.
+fn report_undecodable(ctx: &Arc<Context>, kind: &'static str, bad: Undecodable) {
+    ctx.metrics.undecodable.get_or_create(&crate::metrics::KindLabels { kind: kind.into() }).inc();
+    let name = format!("{}/{}", bad.metadata.namespace.as_deref().unwrap_or(""), bad.metadata.name.as_deref().unwrap_or(""));
+    ctx.log_warn("undecodable", &format!("{kind} {name} cannot be decoded; skipped: {}", bad.error));
+    if kind != "CronJob" {
+        return;
+    }
+    let reference = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some("batch/v1".into()),
+        kind: Some("CronJob".into()),
+        namespace: bad.metadata.namespace.clone(),
+        name: bad.metadata.name.clone(),
+        uid: bad.metadata.uid.clone(),
+        ..Default::default()
+    };
+    let event = crate::sync::Event {
+        kind: EventType::Warning,
+        reason: "Undecodable",
+        message: format!("cronshard cannot read this CronJob and does not run it: {}", bad.error),
+    };
+    crate::events::publish(ctx.clone(), reference, vec![event]);
 }
 
 /// How many syncs (and then status writes) of one bucket run at once.

@@ -90,6 +90,8 @@ pub struct Context {
     pub fence: Fence,
     /// The API server's URL, named in connection errors.
     pub server: String,
+    /// Throttles for repeated log lines, by call site.
+    logs: std::sync::Mutex<std::collections::HashMap<&'static str, cronshard_types::throttle::Throttle>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -124,7 +126,17 @@ impl Context {
             clock,
             fence,
             server,
+            logs: Default::default(),
         }))
+    }
+
+    /// Logs a warning from `site` unless one went out recently (then counts it held back):
+    /// during an outage every bucket's watches fail together.
+    pub fn log_warn(&self, site: &'static str, message: &str) {
+        let admitted = self.logs.lock().unwrap_or_else(|e| e.into_inner()).entry(site).or_default().admit(std::time::Instant::now());
+        if let Some(held_back) = admitted {
+            tracing::warn!(server = %self.server, held_back, "{message}");
+        }
     }
 
     /// The label selector of one bucket, with the migration selector if any.

@@ -130,7 +130,9 @@ pub async fn label_new_cronjobs(
 pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page: u32) -> Result<usize, kube::Error> {
     const RESTARTS: usize = 3;
     let api: Api<Job> = Api::all(ctx.client.clone());
-    let first = ListParams::default().labels(&selector(ctx)).limit(page);
+    // Jobs do not carry their CronJob's labels: the migration selector is not applied here
+    // (a Job of an unmanaged CronJob labelled by mistake is only cached, never acted on).
+    let first = ListParams::default().labels(&format!("!{BUCKET_LABEL}")).limit(page);
     let mut params = first.clone();
     let mut labelled = 0;
     let mut restarts = 0;

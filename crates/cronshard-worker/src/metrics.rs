@@ -19,6 +19,11 @@ pub struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ObjectLabels {
     pub kind: String,
     pub bucket: String,
@@ -66,6 +71,8 @@ pub struct Metrics {
     pub buckets_owned: Gauge,
     pub objects: Family<ObjectLabels, Gauge>,
     pub queue_depth: Gauge,
+    /// Objects in owned buckets that the client cannot decode (skipped).
+    pub undecodable: Family<KindLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -90,6 +97,7 @@ impl Default for Metrics {
             buckets_owned: Gauge::default(),
             objects: Family::default(),
             queue_depth: Gauge::default(),
+            undecodable: Family::default(),
             registry,
         };
         // Every known reason from the start, at 0: `increase()` cannot see a series' first
@@ -135,6 +143,11 @@ impl Default for Metrics {
         r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
         r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
         r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());
+        r.register(
+            "cronshard_undecodable_objects",
+            "Objects in owned buckets the client cannot decode, skipped so their buckets keep working",
+            m.undecodable.clone(),
+        );
         m
     }
 }

@@ -273,3 +273,24 @@ async fn the_job_labelling_pass_starts_over_after_a_410_mid_list() {
     let patches = audit.iter().filter(|r| r.verb == "patch" && r.code == 200).count();
     assert_eq!(patches, 30, "no Job was labelled twice");
 }
+
+/// A CronJob the client cannot decode (its schedule is a number) sits in the same bucket as
+/// a good one: the bad one is skipped with a Warning and a metric, the good one fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_cronjob_does_not_stall_its_bucket() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let boundary = before_boundary(&sim, &clock, 3);
+    let created = sim.store().clock().now();
+    load(&sim, &[cronjob("good", "uid-good", created, json!({})), cronjob("bad", "uid-bad", created, json!({"schedule": 5}))]);
+    let ctx = common::context(config, &clock);
+    let (stop, worker) = common::start(ctx.clone());
+    let name = format!("good-{}", minute(boundary));
+    wait_for("the good CronJob's run", || get(&sim, Resource::Jobs, &name).is_some()).await;
+    wait_for("the Warning on the bad one", || event_reasons(&sim, "bad").contains(&"Undecodable".to_owned())).await;
+    let metrics = ctx.metrics.encode();
+    assert!(metrics.contains(r#"cronshard_undecodable_objects_total{kind="CronJob"} 1"#), "{metrics}");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
