@@ -16,8 +16,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tracing::Instrument;
 
 use crate::context::Context;
-use crate::decoded::{Decoded, Undecodable, decodable};
 use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
+use crate::decoded::{Decoded, Undecodable, decodable};
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
 use crate::metrics::{ObjectLabels, ReasonLabels};
@@ -437,7 +437,8 @@ impl Worker {
 /// Warning Event on it, so its owner learns why it does not run.
 fn report_undecodable(ctx: &Arc<Context>, kind: &'static str, bad: Undecodable) {
     ctx.metrics.undecodable.get_or_create(&crate::metrics::KindLabels { kind: kind.into() }).inc();
-    let name = format!("{}/{}", bad.metadata.namespace.as_deref().unwrap_or(""), bad.metadata.name.as_deref().unwrap_or(""));
+    let name =
+        format!("{}/{}", bad.metadata.namespace.as_deref().unwrap_or(""), bad.metadata.name.as_deref().unwrap_or(""));
     ctx.log_warn("undecodable", &format!("{kind} {name} cannot be decoded; skipped: {}", bad.error));
     if kind != "CronJob" {
         return;

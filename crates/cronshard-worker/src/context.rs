@@ -133,7 +133,13 @@ impl Context {
     /// Logs a warning from `site` unless one went out recently (then counts it held back):
     /// during an outage every bucket's watches fail together.
     pub fn log_warn(&self, site: &'static str, message: &str) {
-        let admitted = self.logs.lock().unwrap_or_else(|e| e.into_inner()).entry(site).or_default().admit(std::time::Instant::now());
+        let admitted = self
+            .logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(site)
+            .or_default()
+            .admit(std::time::Instant::now());
         if let Some(held_back) = admitted {
             tracing::warn!(server = %self.server, held_back, "{message}");
         }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer};
 #[derive(Clone, Debug)]
 pub enum Decoded<K> {
     Ok(K),
-    Undecodable { metadata: ObjectMeta, error: String },
+    Undecodable { metadata: Box<ObjectMeta>, error: String },
 }
 
 impl<'de, K: DeserializeOwned> Deserialize<'de> for Decoded<K> {
@@ -23,7 +23,7 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Decoded<K> {
         Ok(match K::deserialize(&value) {
             Ok(object) => Decoded::Ok(object),
             Err(e) => Decoded::Undecodable {
-                metadata: ObjectMeta::deserialize(&value["metadata"]).unwrap_or_default(),
+                metadata: Box::new(ObjectMeta::deserialize(&value["metadata"]).unwrap_or_default()),
                 error: e.to_string(),
             },
         })
@@ -77,9 +77,9 @@ pub fn decodable<K: kube::Resource + Default>(
     let mut take = |object: Decoded<K>| match object {
         Decoded::Ok(object) => Ok(object),
         Decoded::Undecodable { metadata, error } => {
-            report(Undecodable { metadata: metadata.clone(), error });
+            report(Undecodable { metadata: (*metadata).clone(), error });
             let mut gone = K::default();
-            *gone.meta_mut() = metadata;
+            *gone.meta_mut() = *metadata;
             Err(gone)
         }
     };

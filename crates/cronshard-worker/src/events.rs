@@ -37,7 +37,8 @@ pub fn publish(ctx: Arc<Context>, reference: ObjectReference, events: Vec<Event>
         for event in events {
             ctx.limiter.acquire(Priority::Background).await;
             let long = reference.name.as_ref().is_some_and(|n| n.len() > LONGEST_NAME);
-            let result = if long { create(&ctx, &reference, event).await } else { record(&ctx, &reference, event).await };
+            let result =
+                if long { create(&ctx, &reference, event).await } else { record(&ctx, &reference, event).await };
             if let Err(e) = result {
                 tracing::debug!(error = %e, "could not record an Event");
             }

@@ -512,7 +512,9 @@ fn count_missed(s: &mut Sync<'_>, schedule: &CronJobSchedule, earliest: Timestam
             s.event(
                 EventType::Warning,
                 "MissSchedule",
-                format!("Missed {before} scheduled times to start a job before {last}: only the most recent one starts"),
+                format!(
+                    "Missed {before} scheduled times to start a job before {last}: only the most recent one starts"
+                ),
             );
         }
         let reason = if due.too_many_missed { MissReason::TooManyMissedTimes } else { MissReason::Superseded };

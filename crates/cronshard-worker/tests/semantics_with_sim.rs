@@ -283,7 +283,10 @@ async fn an_undecodable_cronjob_does_not_stall_its_bucket() {
     let clock = Clock::default();
     let boundary = before_boundary(&sim, &clock, 3);
     let created = sim.store().clock().now();
-    load(&sim, &[cronjob("good", "uid-good", created, json!({})), cronjob("bad", "uid-bad", created, json!({"schedule": 5}))]);
+    load(
+        &sim,
+        &[cronjob("good", "uid-good", created, json!({})), cronjob("bad", "uid-bad", created, json!({"schedule": 5}))],
+    );
     let ctx = common::context(config, &clock);
     let (stop, worker) = common::start(ctx.clone());
     let name = format!("good-{}", minute(boundary));

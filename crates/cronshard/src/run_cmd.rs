@@ -207,7 +207,8 @@ fn check_selector(selector: Option<&str>) -> Result<(), String> {
 }
 
 async fn serve(args: RunArgs) -> Result<(), String> {
-    let identity = args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
+    let identity =
+        args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
     check_selector(args.selector.as_deref())?;
     let buckets = NonZeroU32::new(args.buckets).ok_or("--buckets must be at least 1")?;
     let timing = Timing {

@@ -213,7 +213,12 @@ fn writes_outside_holder_intervals(audit: &[Value]) -> (usize, Vec<String>) {
         let Some(b) = r["bucket"].as_str() else { continue };
         checked += 1;
         if holder.get(b).map(String::as_str) != Some(user) {
-            violations.push(format!("seq {}: {user} wrote {} {name} in bucket {b} held by {:?}", r["seq"], r["resource"], holder.get(b)));
+            violations.push(format!(
+                "seq {}: {user} wrote {} {name} in bucket {b} held by {:?}",
+                r["seq"],
+                r["resource"],
+                holder.get(b)
+            ));
         }
     }
     (checked, violations)

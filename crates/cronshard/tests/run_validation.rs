@@ -62,7 +62,8 @@ fn a_missing_namespace_exits_2_at_once() {
     let dir = std::env::temp_dir().join(format!("cronshard-namespace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let kubeconfig = dir.join("sim.kubeconfig");
-    let (mut sim, _url) = common::spawn(&["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig.to_str().expect("utf-8")]);
+    let (mut sim, _url) =
+        common::spawn(&["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig.to_str().expect("utf-8")]);
     let (code, stderr) = run(&kubeconfig, &["--namespace", "does-not-exist", "--identity", "r1"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("namespace \"does-not-exist\" does not exist"), "{stderr}");

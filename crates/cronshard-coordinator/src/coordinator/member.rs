@@ -129,7 +129,9 @@ impl<B: Buckets> Coordinator<B> {
         };
         match tokio::time::timeout(left.max(timing.renew_period), call).await {
             Ok(Ok(fresh)) => self.renewed(sent, &fresh),
-            Ok(Err(kube::Error::Api(s))) if s.code == 409 || (s.code == 404 && s.details.as_ref().is_none_or(|d| d.kind != "namespaces")) => {
+            Ok(Err(kube::Error::Api(s)))
+                if s.code == 409 || (s.code == 404 && s.details.as_ref().is_none_or(|d| d.kind != "namespaces")) =>
+            {
                 self.reread_member(&name).await;
             }
             Ok(Err(e)) => {

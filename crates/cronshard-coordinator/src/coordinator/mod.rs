@@ -11,9 +11,9 @@ use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use cronshard_types::throttle::Throttle;
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::Api;
@@ -342,7 +342,8 @@ impl<B: Buckets> Coordinator<B> {
             Standing::Duplicate => self.refusal.clone(),
             _ => view.refused.clone(),
         };
-        let next = Ownership { owned: self.held.keys().copied().collect(), desired: view.mine.clone(), healthy, refused };
+        let next =
+            Ownership { owned: self.held.keys().copied().collect(), desired: view.mine.clone(), healthy, refused };
         self.owned_tx.send_if_modified(|current| {
             if *current == next {
                 false

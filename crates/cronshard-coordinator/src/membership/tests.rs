@@ -192,7 +192,8 @@ fn a_relist_does_not_revive_the_dead() {
 fn a_replica_whose_bucket_count_is_not_the_record_refuses_however_old_it_is() {
     let t0 = Instant::now();
     let mut old = index("old", 4, Timing::default(), t0);
-    let mut new = Membership::new("new", 8, Timing::default(), t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
+    let mut new =
+        Membership::new("new", 8, Timing::default(), t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
     // Before the record is seen, nobody acts.
     new.reset(vec![member("new", 2, 8, "2026-06-01T00:00:00Z")], t0);
     assert!(new.view().mine.is_empty() && new.view().refused.is_none());
