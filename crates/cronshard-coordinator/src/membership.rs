@@ -312,7 +312,8 @@ impl Membership {
         match self.record {
             Some(record) if record != self.buckets => Some(format!(
                 "the deployment's bucket count of record is {record} (Lease {CONFIG_NAME}) and this replica runs with \
-                 --buckets {}: refusing to act; change the count only by scaling to zero and deleting that Lease",
+                 --buckets {}: refusing to act; to change the count, scale to zero, delete that Lease and the \
+                 cronshard.io/bucket labels, then deploy with the new count",
                 self.buckets
             )),
             _ => None,

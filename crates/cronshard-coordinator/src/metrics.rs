@@ -56,7 +56,7 @@ impl Metrics {
         );
         r.register(
             "cronshard_refused",
-            "1 while this replica refuses to act (another member runs with a different --buckets)",
+            "1 while this replica refuses to act (its --buckets is not the count of record, or another process has its identity)",
             self.refused.clone(),
         );
         r.register(

@@ -352,6 +352,20 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
             "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew".to_owned(),
         );
     }
+    // Job names are per minute: a later run in the minute of the last one (`@every 10s`)
+    // cannot have a Job of its own. Upstream tries, gets AlreadyExists and backs off until
+    // the minute turns; this waits for the minute without a request, and the minute's other
+    // runs are skipped by the naming rule, not missed.
+    if let (Some(last), Some(scheduled)) = (s.status.last_schedule_time, due.due)
+        && last < scheduled
+        && last.as_second().div_euclid(60) == scheduled.as_second().div_euclid(60)
+    {
+        let next_minute = Timestamp::from_second((scheduled.as_second().div_euclid(60) + 1) * 60).ok();
+        if let Some(minute_end) = next_minute.and_then(|n| n.checked_sub(jiff::SignedDuration::from_nanos(1)).ok()) {
+            s.reported(minute_end);
+        }
+        return s.finish(next_minute.and_then(|n| n.checked_add(cronshard_types::cronjob::REQUEUE_DELAY).ok()));
+    }
     count_missed(&mut s, &schedule, earliest, &due);
     let requeue =
         |status: &CronJobStatus| schedule.requeue_at(status.last_schedule_time.unwrap_or(cj.creation_timestamp), now);
@@ -371,17 +385,6 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
         s.reported(scheduled);
         let at = requeue(&s.status);
         return s.finish(at);
-    }
-    // Job names are per minute: a second run in the minute of the last one (`@every 10s`)
-    // cannot have a Job of its own. Upstream tries, gets AlreadyExists and backs off until
-    // the minute turns; this waits for the minute without a request.
-    if let Some(last) = s.status.last_schedule_time
-        && last < scheduled
-        && last.as_second().div_euclid(60) == scheduled.as_second().div_euclid(60)
-    {
-        s.reported(scheduled);
-        let next_minute = Timestamp::from_second((scheduled.as_second().div_euclid(60) + 1) * 60).ok();
-        return s.finish(next_minute.and_then(|n| n.checked_add(cronshard_types::cronjob::REQUEUE_DELAY).ok()));
     }
     let name = job_name(&cj.name, scheduled);
     if s.status.active.iter().any(|r| r.name == name) || s.status.last_schedule_time == Some(scheduled) {

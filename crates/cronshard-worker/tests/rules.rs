@@ -528,7 +528,13 @@ async fn a_schedule_faster_than_a_minute_runs_once_a_minute_without_requests_in_
     assert!(jobs.calls.is_empty(), "08:05:10 would reuse the Job name of 08:05:00");
     assert!(!out.status_changed && out.missed.is_empty() && out.events.is_empty());
     assert_eq!(out.requeue_at, Some(t("2026-11-30T08:06:00.1Z")), "back when the minute turns");
+    // A sync later in the minute (a Job changed) does nothing either.
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
+    let out = run(&cj, &[], "2026-11-30T08:05:41Z", &mut jobs).await;
+    assert!(jobs.calls.is_empty() && out.missed.is_empty());
+    let cj = CronJobState { reported_through: out.reported_through, ..cj };
     let out = run(&cj, &[], "2026-11-30T08:06:00.1Z", &mut jobs).await;
     assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T08:06:00Z"))]);
     assert!(out.created.is_some());
+    assert!(out.missed.is_empty() && out.events.iter().all(|e| e.reason != "MissSchedule"), "not missed: {out:?}");
 }
