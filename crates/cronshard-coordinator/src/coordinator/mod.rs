@@ -202,6 +202,10 @@ pub async fn run<B: Buckets>(
         logs: HashMap::new(),
     };
     c.record_bucket_count(&mut stop).await?;
+    if *stop.borrow() {
+        // Stopped before the count of record could be read: nothing was claimed.
+        return Ok(());
+    }
     let mut events = lease_watch(api.clone(), c.settings.timing);
     let mut initial: Option<Vec<LeaseInfo>> = None;
     let tick = TICK.min(c.settings.timing.renew_period / 4);
