@@ -2,6 +2,8 @@
 //! the watch cache), an owner-uid index of Jobs, one timer queue of next sync times, and the
 //! syncs themselves. Nothing here walks all CronJobs or all Jobs of a namespace.
 
+mod calls;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
@@ -11,17 +13,16 @@ use std::time::Duration;
 use cronshard_types::Timestamp;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use tracing::Instrument;
 
 use crate::context::Context;
-use crate::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
-use crate::decoded::{Decoded, Undecodable, decodable};
-use crate::kube_jobs::KubeJobs;
-use crate::limiter::Priority;
+use crate::convert::{child_job, controller_uid, cronjob_state, key};
+use crate::decoded::{Decoded, decodable};
 use crate::metrics::{ObjectLabels, ReasonLabels};
-use crate::sync::{ChildJob, CronJobState, EventType, Outcome, sync};
+use crate::sync::{ChildJob, CronJobState, Outcome};
+
+use self::calls::{StatusWrite, WriteResult, report_undecodable, sync_with_timeout, write_status};
 
 /// Longest backoff after repeated transient failures of one CronJob.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -433,90 +434,5 @@ impl Worker {
     }
 }
 
-/// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
-/// Warning Event on it, so its owner learns why it does not run.
-fn report_undecodable(ctx: &Arc<Context>, kind: &'static str, bad: Undecodable) {
-    ctx.metrics.undecodable.get_or_create(&crate::metrics::KindLabels { kind: kind.into() }).inc();
-    let name =
-        format!("{}/{}", bad.metadata.namespace.as_deref().unwrap_or(""), bad.metadata.name.as_deref().unwrap_or(""));
-    ctx.log_warn("undecodable", &format!("{kind} {name} cannot be decoded; skipped: {}", bad.error));
-    if kind != "CronJob" {
-        return;
-    }
-    let reference = k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some("batch/v1".into()),
-        kind: Some("CronJob".into()),
-        namespace: bad.metadata.namespace.clone(),
-        name: bad.metadata.name.clone(),
-        uid: bad.metadata.uid.clone(),
-        ..Default::default()
-    };
-    let event = crate::sync::Event {
-        kind: EventType::Warning,
-        reason: "Undecodable",
-        message: format!("cronshard cannot read this CronJob and does not run it: {}", bad.error),
-    };
-    crate::events::publish(ctx.clone(), reference, vec![event]);
-}
-
 /// How many syncs (and then status writes) of one bucket run at once.
 const PARALLEL_SYNCS: usize = 16;
-
-/// A status write's result: the object as written, or after a 409 the fresh object (if
-/// it still exists) to sync again from.
-enum WriteResult {
-    Written(Box<CronJob>),
-    Conflict(Option<Box<CronJob>>),
-}
-
-type StatusWrite = Result<WriteResult, String>;
-
-/// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
-async fn sync_with_timeout(
-    ctx: &Arc<Context>,
-    bucket: u32,
-    epoch: i32,
-    k: &str,
-    cj: &CronJob,
-    state: &CronJobState,
-    children: &[ChildJob],
-) -> Outcome {
-    let mut io = KubeJobs::new(ctx, cj, bucket, epoch);
-    let span = tracing::info_span!("reconcile", cronjob = %k, bucket);
-    let now = ctx.clock.now();
-    match tokio::time::timeout(SYNC_TIMEOUT, sync(state, children, now, &mut io).instrument(span)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Outcome {
-            status: state.status.clone(),
-            status_changed: false,
-            events: Vec::new(),
-            requeue_at: None,
-            created: None,
-            error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
-            invalid: None,
-            missed: Vec::new(),
-            reported_through: state.reported_through,
-        },
-    }
-}
-
-/// One status write with the object's resourceVersion; a 409 re-reads the object.
-async fn write_status(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusWrite {
-    let namespace = cj.metadata.namespace.clone().unwrap_or_default();
-    let name = cj.metadata.name.clone().unwrap_or_default();
-    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-    let mut updated = cj.clone();
-    updated.status = Some(status_to_k8s(&namespace, &outcome.status));
-    ctx.limiter.acquire(Priority::Status).await;
-    match api.replace_status(&name, &PostParams::default(), &updated).await {
-        Ok(fresh) => Ok(WriteResult::Written(Box::new(fresh))),
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            ctx.limiter.acquire(Priority::Status).await;
-            match api.get_opt(&name).await {
-                Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
-                Err(e) => Err(format!("re-read after conflict: {e}")),
-            }
-        }
-        Err(e) => Err(format!("status update: {e}")),
-    }
-}

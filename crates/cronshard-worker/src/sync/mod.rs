@@ -1,7 +1,14 @@
 //! One sync of one CronJob: reconcile its Jobs, clean up history, decide on a run, create it.
 
+mod history;
+mod missed;
+
 use cronshard_types::cronjob::job_name;
 use cronshard_types::{CronJobSchedule, Error as ScheduleError, Timestamp};
+
+use self::history::cleanup_history;
+use self::missed::count_missed;
+pub use self::missed::{MISSED_COUNT_CAP, MissReason};
 
 /// `spec.concurrencyPolicy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,33 +145,6 @@ pub enum Invalid {
     InvalidSchedule,
 }
 
-/// Why a scheduled run did not start (the `reason` of `cronshard_missed_runs_total`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MissReason {
-    /// Its `startingDeadlineSeconds` passed before it could start (upstream's Event reason).
-    MissSchedule,
-    /// A later run was due too, and only the most recent missed run starts (upstream's rule).
-    Superseded,
-    /// As `Superseded`, with more than 100 missed at once (upstream's Event reason).
-    TooManyMissedTimes,
-}
-
-impl MissReason {
-    pub const ALL: [MissReason; 3] = [MissReason::MissSchedule, MissReason::Superseded, MissReason::TooManyMissedTimes];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            MissReason::MissSchedule => "MissSchedule",
-            MissReason::Superseded => "Superseded",
-            MissReason::TooManyMissedTimes => "TooManyMissedTimes",
-        }
-    }
-}
-
-/// Missed runs are counted one by one up to this many per sync (a CronJob that never runs,
-/// `startingDeadlineSeconds: 0`, would otherwise be walked back to its creation).
-pub const MISSED_COUNT_CAP: u64 = 10_000;
-
 /// What one sync did and wants.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -186,7 +166,7 @@ pub struct Outcome {
 }
 
 /// Go's `time.RFC1123Z`, which upstream's MissSchedule message uses.
-fn rfc1123z(t: Timestamp) -> String {
+pub(crate) fn rfc1123z(t: Timestamp) -> String {
     t.strftime("%a, %d %b %Y %H:%M:%S +0000").to_string()
 }
 
@@ -479,56 +459,6 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
     Outcome { created: created.map(|job| (job, scheduled)), ..s.finish(at) }
 }
 
-/// Counts the runs in `(earliest, now]` that will never start: those before the starting
-/// deadline's window (`MissSchedule`) and those superseded by the due run, skipping what was
-/// reported before; records one Warning per kind.
-fn count_missed(s: &mut Sync<'_>, schedule: &CronJobSchedule, earliest: Timestamp, due: &cronshard_types::Due) {
-    let from = s.reported_through.map_or(earliest, |r| r.max(earliest));
-    let runs = |after: Timestamp, through: Timestamp| -> (u64, Option<Timestamp>) {
-        let mut last = None;
-        let count = schedule
-            .schedule()
-            .iter_after(after)
-            .take_while(|t| *t <= through)
-            .take(MISSED_COUNT_CAP as usize)
-            .inspect(|t| last = Some(*t))
-            .count() as u64;
-        (count, last)
-    };
-    if due.earliest > from {
-        let (count, last) = runs(from, due.earliest);
-        if let Some(last) = last {
-            let more = if count > 1 { format!(" (and {} earlier)", count - 1) } else { String::new() };
-            let message = format!("Missed scheduled time to start a job: {}{more}", rfc1123z(last));
-            s.event(EventType::Warning, "MissSchedule", message);
-        }
-        s.miss(MissReason::MissSchedule, count);
-        s.reported(due.earliest);
-    }
-    let Some(scheduled) = due.due else { return };
-    let from = from.max(due.earliest);
-    if scheduled > from {
-        let (count, last) = runs(from, scheduled);
-        let before = count.saturating_sub(1);
-        if before > 0 && !due.too_many_missed {
-            let last = last.map_or_else(String::new, rfc1123z);
-            s.event(
-                EventType::Warning,
-                "MissSchedule",
-                format!(
-                    "Missed {before} scheduled times to start a job before {last}: only the most recent one starts"
-                ),
-            );
-        }
-        let reason = if due.too_many_missed { MissReason::TooManyMissedTimes } else { MissReason::Superseded };
-        s.miss(reason, before);
-    }
-    // Everything before the due run is reported; the due run itself is not, until it starts.
-    if let Ok(before) = scheduled.checked_sub(jiff::SignedDuration::from_nanos(1)) {
-        s.reported(before);
-    }
-}
-
 /// Deletes a Job (Background propagation) and drops it from `status.active`.
 async fn delete_job<J: Jobs>(s: &mut Sync<'_>, job: &ChildJob, jobs: &mut J) -> Result<(), String> {
     match jobs.delete(&job.name).await {
@@ -540,42 +470,6 @@ async fn delete_job<J: Jobs>(s: &mut Sync<'_>, job: &ChildJob, jobs: &mut J) -> 
         Err(e) => {
             s.event(EventType::Warning, "FailedDelete", format!("Deleted job: {e}"));
             Err(e.to_string())
-        }
-    }
-}
-
-/// Deletes the oldest finished Jobs beyond the history limits: by `status.startTime`, unset
-/// last, ties by name. FIX: a Job for a run that `lastScheduleTime` does not record yet is
-/// never deleted, or the run could be started twice.
-async fn cleanup_history<J: Jobs>(s: &mut Sync<'_>, children: &[ChildJob], jobs: &mut J) {
-    let recorded_minutes = s.status.last_schedule_time.map(|t| t.as_second() / 60);
-    let unrecorded = |job: &ChildJob| {
-        let suffix = job.name.strip_prefix(&s.cj.name).and_then(|rest| rest.strip_prefix('-'));
-        let minutes = suffix.and_then(|m| m.parse::<i64>().ok());
-        minutes.is_some_and(|m| recorded_minutes.is_none_or(|r| m > r))
-    };
-    for (kind, limit) in [
-        (Finished::Complete, s.cj.spec.successful_jobs_history_limit),
-        (Finished::Failed, s.cj.spec.failed_jobs_history_limit),
-    ] {
-        let Some(limit) = limit else { continue };
-        let mut finished: Vec<&ChildJob> = children.iter().filter(|j| j.finished == Some(kind)).collect();
-        let excess = finished.len().saturating_sub(usize::try_from(limit.max(0)).unwrap_or(0));
-        if excess == 0 {
-            continue;
-        }
-        finished.sort_by(|a, b| match (a.start_time, b.start_time) {
-            (Some(x), Some(y)) if x != y => x.cmp(&y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            _ => a.name.cmp(&b.name),
-        });
-        for job in finished.into_iter().take(excess) {
-            if unrecorded(job) {
-                continue;
-            }
-            // A failed delete is reported and retried on the next sync; it does not stop the run.
-            let _ = delete_job(s, job, jobs).await;
         }
     }
 }
