@@ -90,6 +90,8 @@ pub struct Context {
     pub fence: Fence,
     /// The API server's URL, named in connection errors.
     pub server: String,
+    /// CronJobs that cannot be labelled, for their buckets' workers.
+    pub leftovers: crate::leftovers::Leftovers,
     /// Throttles for repeated log lines, by call site.
     logs: std::sync::Mutex<std::collections::HashMap<&'static str, cronshard_types::throttle::Throttle>>,
 }
@@ -126,6 +128,7 @@ impl Context {
             clock,
             fence,
             server,
+            leftovers: Default::default(),
             logs: Default::default(),
         }))
     }

@@ -48,10 +48,10 @@ pub async fn label_new_cronjobs(
     let config = watcher::Config::default().labels(&selector(&ctx));
     let api: Api<PartialObjectMeta<CronJob>> = Api::all(ctx.client.clone());
     let mut events = watcher(api, config).default_backoff().boxed();
-    // namespace/name -> bucket, for unlabelled CronJobs not ours (yet).
-    let mut waiting: BTreeMap<(String, String), u32> = BTreeMap::new();
+    // namespace/name -> (bucket, resourceVersion), for unlabelled CronJobs not ours (yet).
+    let mut waiting: BTreeMap<(String, String), (u32, String)> = BTreeMap::new();
     loop {
-        let mut todo: Vec<(String, String, u32)> = Vec::new();
+        let mut todo: Vec<(String, String, u32, String)> = Vec::new();
         tokio::select! {
             _ = stop.changed() => if *stop.borrow() { return },
             changed = owned.changed() => {
@@ -59,9 +59,10 @@ pub async fn label_new_cronjobs(
                     return; // the coordinator is gone
                 }
                 let now_owned = owned.borrow_and_update().clone();
-                waiting.retain(|(namespace, name), b| {
+                ctx.leftovers.retain(&now_owned);
+                waiting.retain(|(namespace, name), (b, rv)| {
                     if now_owned.contains(b) {
-                        todo.push((namespace.clone(), name.clone(), *b));
+                        todo.push((namespace.clone(), name.clone(), *b, rv.clone()));
                         false
                     } else {
                         true
@@ -83,18 +84,20 @@ pub async fn label_new_cronjobs(
                 for event in batch {
                     match event {
                         Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
+                            let rv = meta.metadata.resource_version.unwrap_or_default();
                             if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
                                 let b = bucket(&namespace, &name, buckets);
                                 if owned_now.contains(&b) {
-                                    todo.push((namespace, name, b));
+                                    todo.push((namespace, name, b, rv));
                                 } else {
-                                    waiting.insert((namespace, name), b);
+                                    waiting.insert((namespace, name), (b, rv));
                                 }
                             }
                         }
                         // Labelled (by us or a peer) or deleted: no longer waiting.
                         Ok(watcher::Event::Delete(meta)) => {
                             if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                                ctx.leftovers.delete(&format!("{namespace}/{name}"));
                                 waiting.remove(&(namespace, name));
                             }
                         }
@@ -107,13 +110,28 @@ pub async fn label_new_cronjobs(
         }
         // Several at once: a migration labels every CronJob of the cluster in one go.
         futures::stream::iter(todo)
-            .for_each_concurrent(LABEL_CONCURRENCY, |(namespace, name, b)| {
+            .for_each_concurrent(LABEL_CONCURRENCY, |(namespace, name, b, rv)| {
                 let ctx = ctx.clone();
                 async move {
                     ctx.limiter.acquire(Priority::Status).await;
                     let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-                    if let Err(e) = api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
-                        tracing::warn!(cronjob = %format!("{namespace}/{name}"), error = %e, "could not label CronJob");
+                    let key = format!("{namespace}/{name}");
+                    match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+                        Ok(_) => ctx.leftovers.delete(&key),
+                        // The server validates the whole object on the patch: an invalid one
+                        // (stored before a rule existed) can never be labelled. Its bucket's
+                        // worker manages it unlabelled.
+                        Err(kube::Error::Api(status)) if status.code == 422 => {
+                            ctx.log_warn(
+                                "label",
+                                &format!(
+                                    "CronJob {key} cannot be labelled, managed unlabelled in bucket {b}: {}",
+                                    status.message
+                                ),
+                            );
+                            ctx.leftovers.apply(key, b, rv);
+                        }
+                        Err(e) => ctx.log_warn("label", &format!("could not label CronJob {key}: {e}")),
                     }
                 }
             })

@@ -15,6 +15,7 @@ pub mod events;
 pub mod fence;
 pub mod kube_jobs;
 pub mod labeller;
+pub mod leftovers;
 pub mod limiter;
 pub mod metrics;
 pub mod sync;

@@ -297,3 +297,30 @@ async fn an_undecodable_cronjob_does_not_stall_its_bucket() {
     let _ = stop.send(true);
     worker.await.expect("joins");
 }
+
+/// A CronJob stored before a validation rule existed cannot be labelled (the server
+/// validates the whole object on the label patch: 422). Its bucket's worker manages it
+/// unlabelled: the same Warning Event and metric as a labelled invalid CronJob.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_cronjob_that_cannot_be_labelled_still_gets_its_warning() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let created = sim.store().clock().now();
+    let mut broken = cronjob("broken", "uid-broken", created, json!({"schedule": "61 * * * *"}));
+    broken["metadata"]["labels"] = json!({});
+    load(&sim, &[broken]);
+    let ctx = common::context(config, &clock);
+    let (stop, worker) = common::start(ctx.clone());
+    wait_for("the Warning", || event_reasons(&sim, "broken").contains(&"UnparseableSchedule".to_owned())).await;
+    let metrics = ctx.metrics.encode();
+    let counted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"cronshard_invalid_cronjobs_total{reason="UnparseableSchedule"} "#))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(counted.is_some_and(|n| n >= 1), "{metrics}");
+    let stored = get(&sim, Resource::CronJobs, "broken").expect("still there");
+    assert!(stored["metadata"]["labels"].get("cronshard.io/bucket").is_none(), "never written to");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}

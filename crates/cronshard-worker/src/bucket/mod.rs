@@ -3,6 +3,7 @@
 //! syncs themselves. Nothing here walks all CronJobs or all Jobs of a namespace.
 
 mod calls;
+mod leftovers;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -49,6 +50,10 @@ struct Worker {
     jobs_listed: bool,
     init_cronjobs: Option<HashMap<String, Arc<CronJob>>>,
     init_jobs: Option<HashMap<String, Arc<Job>>>,
+    /// Unlabellable CronJobs of this bucket in the cache: key -> resourceVersion read.
+    leftovers: HashMap<String, String>,
+    /// When to read the replica's leftovers of this bucket again (`None`: up to date).
+    leftovers_due: Option<std::time::Instant>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -86,7 +91,10 @@ pub async fn run(
         jobs_listed: false,
         init_cronjobs: None,
         init_jobs: None,
+        leftovers: HashMap::new(),
+        leftovers_due: Some(std::time::Instant::now()),
     };
+    let mut leftover_changes = ctx.leftovers.subscribe();
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
     let mut counted_ready: Option<ReadyGuard> = None;
     loop {
@@ -117,6 +125,14 @@ pub async fn run(
             },
             _ = tokio::time::sleep(sleep) => w.run_due().await,
             _ = ctx.clock.changed() => {}
+            changed = leftover_changes.changed() => {
+                if changed.is_ok() {
+                    w.leftovers_due = Some(std::time::Instant::now());
+                }
+            }
+        }
+        if w.ready() && w.leftovers_due.is_some_and(|at| at <= std::time::Instant::now()) {
+            w.merge_leftovers().await;
         }
         if counted_ready.is_none() && w.cronjobs_listed && w.jobs_listed {
             ready.fetch_add(1, Ordering::Relaxed);
@@ -188,6 +204,14 @@ impl Worker {
         }
     }
 
+    fn forget_cronjob(&mut self, k: &str) {
+        if let Some(uid) = self.cronjobs.remove(k).and_then(|cj| cj.metadata.uid.clone()) {
+            self.uid_to_key.remove(&uid);
+        }
+        self.scheduled.remove(k);
+        self.reported.remove(k);
+    }
+
     fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
         match event {
             watcher::Event::Init => self.init_cronjobs = Some(HashMap::new()),
@@ -204,20 +228,15 @@ impl Worker {
                     self.insert_cronjob(Arc::unwrap_or_clone(cj));
                 }
                 self.cronjobs_listed = true;
+                // The list replaced the cache: the leftovers are read again.
+                self.leftovers.clear();
+                self.leftovers_due = Some(std::time::Instant::now());
                 self.schedule_all();
             }
             watcher::Event::Apply(cj) => self.insert_cronjob(cj),
             // Leaving the selector (relabelled, or the migration selector) is not a deletion:
             // stop working on it, never act destructively.
-            watcher::Event::Delete(cj) => {
-                let k = key(&cj.metadata);
-                self.cronjobs.remove(&k);
-                self.scheduled.remove(&k);
-                self.reported.remove(&k);
-                if let Some(uid) = &cj.metadata.uid {
-                    self.uid_to_key.remove(uid);
-                }
-            }
+            watcher::Event::Delete(cj) => self.forget_cronjob(&key(&cj.metadata)),
         }
         self.count();
     }
