@@ -353,3 +353,93 @@ async fn after_an_outage_longer_than_the_lease_nobody_takes_a_peers_buckets() {
         let _ = r.task.await;
     }
 }
+
+/// A replica whose whole runtime stalls (its own thread blocked, as a SIGSTOP or a starved
+/// process would) for three lease durations, while two peers renew and take its buckets.
+struct Stalling {
+    stop: tokio::sync::watch::Sender<bool>,
+    stall: std::sync::mpsc::Sender<Duration>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn stalling_replica(url: &str, who: &str, buckets: u32, log: &Log) -> Stalling {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (stall, stalls) = std::sync::mpsc::channel::<Duration>();
+    let (url, who, log) = (url.to_owned(), who.to_owned(), log.clone());
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let settings = Settings {
+                identity: who.clone(),
+                namespace: "default".into(),
+                buckets: NonZeroU32::new(buckets).expect("buckets"),
+                timing: TIMING,
+            };
+            let (owned, _ownership) = tokio::sync::watch::channel(Ownership::default());
+            let fake = FakeBuckets { who: who.clone(), log };
+            let run =
+                cronshard_coordinator::run(client(&url, &who), settings, fake, Metrics::default(), owned, stopped);
+            let task = tokio::spawn(run);
+            // Polled between the coordinator's steps; a stall blocks the whole runtime.
+            while !task.is_finished() {
+                if let Ok(pause) = stalls.try_recv() {
+                    std::thread::sleep(pause);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = task.await;
+        });
+    });
+    Stalling { stop, stall, thread }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_replica_fences_first_and_takes_nothing_from_live_peers() {
+    let sim = sim_with_users(&["a", "b", "p"]);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let a = replica(&url, "a", 12, &log);
+    let b = replica(&url, "b", 12, &log);
+    let p = stalling_replica(&url, "p", 12, &log);
+    let holding = |who: &str| holders(&sim, 12).values().filter(|h| *h == who).count();
+    wait_for("all three hold buckets", || holding("a") == 4 && holding("b") == 4 && holding("p") == 4).await;
+
+    p.stall.send(TIMING.lease_duration * 3).expect("stall");
+    // While p is stalled, a and b take its buckets.
+    wait_for("p's buckets taken", || holding("a") + holding("b") == 12).await;
+    tokio::time::sleep(TIMING.lease_duration * 3).await;
+    let woke = Instant::now();
+    wait_for("p back with a share", || holding("p") > 0 && holding("a") + holding("b") + holding("p") == 12).await;
+    tokio::time::sleep(TIMING.lease_duration).await;
+
+    let entries = log.entries();
+    // p's first act on waking is to stop everything, before it starts anything.
+    let after: Vec<&(Instant, String, Did)> =
+        entries.iter().filter(|(at, who, _)| who == "p" && *at >= woke - TIMING.lease_duration * 2).collect();
+    let first_abort = after.iter().position(|(_, _, did)| *did == Did::AbortAll).unwrap_or_else(|| {
+        panic!(
+            "p fenced: {:?}",
+            entries.iter().filter(|e| e.1 == "p").map(|e| (e.0.elapsed(), e.2.clone())).collect::<Vec<_>>()
+        )
+    });
+    let first_start = after.iter().position(|(_, _, did)| matches!(did, Did::Start(..)));
+    assert!(first_start.is_none_or(|s| s > first_abort), "p fenced before claiming: {after:?}");
+    // Every bucket p starts after waking was handed over: its last holder stopped it first.
+    for (at, _, did) in after.iter().filter(|(_, _, did)| matches!(did, Did::Start(..))) {
+        let Did::Start(k, _) = did else { continue };
+        let last = entries
+            .iter()
+            .filter(|(t, who, d)| t < at && who != "p" && matches!(d, Did::Start(j, _) | Did::Stop(j) if j == k))
+            .last();
+        assert!(
+            last.is_none_or(|(_, _, d)| matches!(d, Did::Stop(_))),
+            "p took bucket {k} from a live holder: {last:?}"
+        );
+    }
+    let _ = p.stop.send(true);
+    p.thread.join().expect("p exits");
+    for r in [a, b] {
+        let _ = r.stop.send(true);
+        let _ = r.task.await;
+    }
+}

@@ -25,6 +25,10 @@ impl<B: Buckets> Coordinator<B> {
             if Instant::now() >= self.next_renew {
                 self.renew().await;
             }
+            // Stalled between claims: the view is stale; the next step fences.
+            if self.lapsed(Instant::now()) {
+                return;
+            }
             match self.index.bucket_state(b, now) {
                 BucketState::Held(_) => {
                     self.claim_at.remove(&b);

@@ -282,7 +282,7 @@ impl<B: Buckets> Coordinator<B> {
     }
 
     /// Whether the last successful renewal is older than the renew deadline.
-    fn lapsed(&self, now: Instant) -> bool {
+    pub(super) fn lapsed(&self, now: Instant) -> bool {
         matches!(self.standing, Standing::Renewed { at } if now.duration_since(at) >= self.settings.timing.renew_deadline)
     }
 
@@ -309,6 +309,10 @@ impl<B: Buckets> Coordinator<B> {
             }
         }
         let now = Instant::now();
+        // A renewal sent before a stall can come back after it: judged by when it was sent.
+        if self.lapsed(now) {
+            self.lapse(now);
+        }
         self.index.tick(now);
         let view = self.index.view();
         self.metrics.members.set(view.members.len() as i64);
