@@ -335,6 +335,7 @@ async fn after_an_outage_longer_than_the_lease_nobody_takes_a_peers_buckets() {
     sim.drop_watches();
     tokio::time::sleep(TIMING.lease_duration * 4).await;
     let healed = Instant::now();
+    let healed_at = sim.0.audit.len();
     sim.0.faults.update(|f| f.partitions.clear());
     wait_for("both own their share again", || {
         let (oa, ob) = (a.ownership.borrow().clone(), b.ownership.borrow().clone());
@@ -348,6 +349,15 @@ async fn after_an_outage_longer_than_the_lease_nobody_takes_a_peers_buckets() {
         .filter(|(at, who, did)| *at > healed && matches!(did, Did::Start(k, _) if !before[who].contains(k)))
         .collect();
     assert!(foreign.is_empty(), "claimed a live peer's bucket after the outage: {foreign:?}");
+    // Nor tried to: a claim over a stale view of a live peer's bucket is answered 409.
+    let refused_claims = sim
+        .0
+        .audit
+        .since(healed_at)
+        .iter()
+        .filter(|r| r.resource == "leases" && r.name.starts_with("cronshard-bucket-") && r.code == 409)
+        .count();
+    assert_eq!(refused_claims, 0, "claims of live peers' buckets after the outage");
     for r in [a, b] {
         let _ = r.stop.send(true);
         let _ = r.task.await;
