@@ -13,6 +13,11 @@ fn namespace_missing(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(s) if s.code == 404 && s.details.as_ref().is_some_and(|d| d.kind == "namespaces"))
 }
 
+/// Someone else wrote the member Lease (409), or it was deleted (404 on the Lease itself).
+fn conflict_or_gone(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(s) if s.code == 409 || s.code == 404) && !namespace_missing(error)
+}
+
 impl<B: Buckets> Coordinator<B> {
     pub(super) fn lease_duration_s(&self) -> i32 {
         self.settings.timing.lease_duration.as_secs().try_into().unwrap_or(i32::MAX)
@@ -129,11 +134,7 @@ impl<B: Buckets> Coordinator<B> {
         };
         match tokio::time::timeout(left.max(timing.renew_period), call).await {
             Ok(Ok(fresh)) => self.renewed(sent, &fresh),
-            Ok(Err(kube::Error::Api(s)))
-                if s.code == 409 || (s.code == 404 && s.details.as_ref().is_none_or(|d| d.kind != "namespaces")) =>
-            {
-                self.reread_member(&name).await;
-            }
+            Ok(Err(e)) if conflict_or_gone(&e) => self.reread_member(&name).await,
             Ok(Err(e)) => {
                 let hint = if namespace_missing(&e) { " (the namespace is gone)" } else { "" };
                 self.log_warn("renew", &format!("member Lease renewal failed{hint}: {e}"));

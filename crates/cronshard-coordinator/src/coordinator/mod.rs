@@ -324,8 +324,10 @@ impl<B: Buckets> Coordinator<B> {
         if !healthy || self.standing == Standing::Duplicate {
             return;
         }
-        if let Some(reason) = &view.refused {
-            self.log_error("refused", &format!("not acting on any bucket: {reason}"));
+        if let Some(reason) = &view.refused
+            && let Some(held_back) = self.admit_log("refused")
+        {
+            tracing::error!(held_back, %reason, "not acting on any bucket");
         }
         self.rebalance(&view, now).await;
         self.publish(healthy, &view);
@@ -362,15 +364,14 @@ impl<B: Buckets> Coordinator<B> {
         });
     }
 
-    fn log_warn(&mut self, site: &'static str, message: &str) {
-        if let Some(held_back) = self.logs.entry(site).or_default().admit(Instant::now()) {
-            tracing::warn!(held_back, "{message}");
-        }
+    /// `Some(lines held back)` when a repeated message from `site` may be logged now.
+    fn admit_log(&mut self, site: &'static str) -> Option<u64> {
+        self.logs.entry(site).or_default().admit(Instant::now())
     }
 
-    fn log_error(&mut self, site: &'static str, message: &str) {
-        if let Some(held_back) = self.logs.entry(site).or_default().admit(Instant::now()) {
-            tracing::error!(held_back, "{message}");
+    fn log_warn(&mut self, site: &'static str, message: &str) {
+        if let Some(held_back) = self.admit_log(site) {
+            tracing::warn!(held_back, "{message}");
         }
     }
 }
