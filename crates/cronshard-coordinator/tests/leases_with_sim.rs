@@ -439,8 +439,8 @@ async fn a_stalled_replica_fences_first_and_takes_nothing_from_live_peers() {
         let Did::Start(k, _) = did else { continue };
         let last = entries
             .iter()
-            .filter(|(t, who, d)| t < at && who != "p" && matches!(d, Did::Start(j, _) | Did::Stop(j) if j == k))
-            .last();
+            .rev()
+            .find(|(t, who, d)| t < at && who != "p" && matches!(d, Did::Start(j, _) | Did::Stop(j) if j == k));
         assert!(
             last.is_none_or(|(_, _, d)| matches!(d, Did::Stop(_))),
             "p took bucket {k} from a live holder: {last:?}"
