@@ -23,6 +23,7 @@ use cronshard_worker::metrics::Metrics;
 use cronshard_worker::{BucketSet, Clock, Context, Settings};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tracing::Instrument;
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -280,14 +281,19 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     // No bucket write before the first renewal.
     ctx.fence.close();
     let workers = Workers(BucketSet::new(ctx.clone(), ready), ctx.fence.clone());
-    let mut coordinator = tokio::spawn(cronshard_coordinator::run(
-        ctx.client.clone(),
-        coordination,
-        workers,
-        coordinator_metrics,
-        ownership_tx,
-        stop_rx,
-    ));
+    // The coordinator's lines name the server they failed to reach.
+    let coordinator_span = tracing::info_span!("coordinator", server = %ctx.server);
+    let mut coordinator = tokio::spawn(
+        cronshard_coordinator::run(
+            ctx.client.clone(),
+            coordination,
+            workers,
+            coordinator_metrics,
+            ownership_tx,
+            stop_rx,
+        )
+        .instrument(coordinator_span),
+    );
     tokio::select! {
         () = crate::sim_cmd::shutdown_signal() => {}
         ended = &mut coordinator => {
