@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod report;
 pub mod scenario;
+pub mod testbed;
 
 /// What can go wrong reading scenarios or audit records.
 #[derive(Debug, thiserror::Error)]

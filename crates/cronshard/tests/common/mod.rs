@@ -1,5 +1,7 @@
 //! Helpers for the multi-process tests: spawning cronshard, a tiny HTTP client, SIGTERM.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
+
+pub mod real;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

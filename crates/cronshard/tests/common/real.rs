@@ -1,0 +1,127 @@
+//! Helpers for the tests against a real kube-apiserver (`scripts/kube-testbed`): typed
+//! clients, CronJob builders, and waiting on conditions.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+pub use cronshard_e2e::testbed::{JobCompleter, Options, Testbed};
+
+/// Polls `check` every 250 ms until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A CronJob of one busybox container; `spec` is merged over the defaults.
+pub fn cronjob(name: &str, schedule: &str, spec: Value) -> CronJob {
+    let mut cj = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+        "spec": {"schedule": schedule, "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+    if let (Some(base), Some(extra)) = (cj["spec"].as_object_mut(), spec.as_object()) {
+        base.extend(extra.clone());
+    }
+    serde_json::from_value(cj).expect("cronjob")
+}
+
+pub async fn create_cronjob(client: &kube::Client, namespace: &str, cj: &CronJob) -> CronJob {
+    let api: Api<CronJob> = Api::namespaced(client.clone(), namespace);
+    api.create(&PostParams::default(), cj).await.expect("create cronjob")
+}
+
+/// Sets a CronJob's status through `/status`, as its controller would have.
+pub async fn set_cronjob_status(client: &kube::Client, namespace: &str, name: &str, status: Value) {
+    let api: Api<CronJob> = Api::namespaced(client.clone(), namespace);
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .await
+        .expect("patch cronjob status");
+}
+
+/// Creates a Job owned by `owner`, as an earlier run of it; `labels` go on the Job.
+pub async fn create_owned_job(client: &kube::Client, owner: &CronJob, name: &str, labels: Value) -> Job {
+    let namespace = owner.metadata.namespace.as_deref().expect("namespace");
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "labels": labels, "ownerReferences": [{"apiVersion": "batch/v1",
+            "kind": "CronJob", "name": owner.metadata.name, "uid": owner.metadata.uid,
+            "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}});
+    let api: Api<Job> = Api::namespaced(client.clone(), namespace);
+    api.create(&PostParams::default(), &serde_json::from_value(job).expect("job")).await.expect("create job")
+}
+
+pub async fn jobs(client: &kube::Client, namespace: &str) -> Vec<Job> {
+    let api: Api<Job> = Api::namespaced(client.clone(), namespace);
+    api.list(&ListParams::default()).await.expect("list jobs").items
+}
+
+pub async fn get_cronjob(client: &kube::Client, namespace: &str, name: &str) -> CronJob {
+    let api: Api<CronJob> = Api::namespaced(client.clone(), namespace);
+    api.get(name).await.expect("get cronjob")
+}
+
+/// Reasons of the events.k8s.io Events about `name` in `namespace`.
+pub async fn event_reasons(client: &kube::Client, namespace: &str, name: &str) -> Vec<String> {
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let events = api.list(&ListParams::default()).await.expect("list events").items;
+    events
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+pub fn names(jobs: &[Job]) -> Vec<String> {
+    let mut names: Vec<String> = jobs.iter().filter_map(|j| j.metadata.name.clone()).collect();
+    names.sort();
+    names
+}
+
+/// Whether a Job has finished (Complete or Failed).
+pub fn finished(job: &Job) -> bool {
+    job.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+        c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+    })
+}
+
+/// `cronshard run` against the testbed, logging to `log`; returns the process and its metrics URL.
+pub fn replica(kubeconfig: &std::path::Path, identity: &str, extra: &[&str], log: &std::path::Path) -> (super::Proc, String) {
+    let mut args = vec![
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().expect("utf-8 path"),
+        "--identity",
+        identity,
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ];
+    args.extend(extra);
+    super::spawn_logged(&args, Some(log))
+}
+
+/// Minutes since the epoch of a Unix time in seconds.
+pub fn minute_of(seconds: i64) -> i64 {
+    seconds.div_euclid(60)
+}
+
+pub fn now_seconds() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+pub fn rfc3339(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds).expect("timestamp").strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}

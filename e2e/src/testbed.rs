@@ -1,0 +1,238 @@
+//! A real control plane for tests: `scripts/kube-testbed` (etcd and kube-apiserver built from
+//! upstream's modules), one namespace per test, and a job completer standing in for the
+//! kubelet and Job controller that the testbed does not run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher;
+use serde_json::json;
+
+/// Job label that makes the completer fail the Job instead of completing it.
+pub const OUTCOME_LABEL: &str = "testbed.cronshard.io/outcome";
+/// Job label: how long the completer lets the Job run, in seconds (default: the completer's).
+pub const RUN_SECONDS_LABEL: &str = "testbed.cronshard.io/run-seconds";
+
+/// What a control plane is started with.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// kube-apiserver's `--etcd-compaction-interval` (the script's default is 5m).
+    pub compaction_interval: Option<String>,
+    /// kube-controller-manager's controllers; `None` runs no controller manager.
+    pub controllers: Option<String>,
+}
+
+/// A running control plane; stopped when dropped, or when the test process exits (a reaper
+/// process runs `kube-testbed down` once the pipe this process holds closes).
+#[derive(Debug)]
+pub struct Testbed {
+    dir: PathBuf,
+    reaper: Mutex<Option<(Child, ChildStdin)>>,
+}
+
+/// A control plane that failed to start: the script's own message.
+#[derive(Debug, thiserror::Error)]
+#[error("kube-testbed {step}: {message}")]
+pub struct StartError {
+    step: &'static str,
+    message: String,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kube-testbed")
+}
+
+fn run_script(step: &'static str, args: &[&str]) -> Result<String, StartError> {
+    let out = Command::new(script())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| StartError { step, message: format!("cannot run {}: {e}", script().display()) })?;
+    if !out.status.success() {
+        let message = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        return Err(StartError { step, message });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+impl Testbed {
+    /// Builds (or reuses) the binaries and starts a control plane in a fresh temporary dir.
+    pub fn start(options: &Options) -> Result<Testbed, StartError> {
+        run_script("build", &["build"])?;
+        let dir = std::env::temp_dir().join(format!("cronshard-testbed-{}-{}", std::process::id(), rand_suffix()));
+        let dir_arg = dir.to_str().ok_or(StartError { step: "up", message: "temp dir is not UTF-8".into() })?.to_owned();
+        let mut args = vec!["up", "--dir", dir_arg.as_str()];
+        if let Some(interval) = &options.compaction_interval {
+            args.extend(["--compaction-interval", interval]);
+        }
+        if let Some(controllers) = &options.controllers {
+            args.extend(["--controllers", controllers]);
+        }
+        // The reaper first, so that even a failed `up` is torn down.
+        let mut reaper = Command::new("sh")
+            .args(["-c", "cat >/dev/null; \"$0\" down --dir \"$1\"; [ -n \"$2\" ] || rm -rf \"$1\""])
+            .arg(script())
+            .arg(&dir)
+            .arg(std::env::var("CRONSHARD_KEEP_TESTBED").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| StartError { step: "up", message: format!("cannot start the reaper: {e}") })?;
+        let stdin = reaper.stdin.take().ok_or(StartError { step: "up", message: "reaper has no stdin".into() })?;
+        let testbed = Testbed { dir, reaper: Mutex::new(Some((reaper, stdin))) };
+        run_script("up", &args)?;
+        Ok(testbed)
+    }
+
+    /// One control plane per test binary, started by the first test that asks.
+    pub fn shared(options: &Options) -> &'static Testbed {
+        static SHARED: OnceLock<Testbed> = OnceLock::new();
+        SHARED.get_or_init(|| Testbed::start(options).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// The state, logs and kubeconfigs of this control plane.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Kubeconfig of a cluster admin (system:masters).
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("admin.kubeconfig")
+    }
+
+    /// Kubeconfig of `system:serviceaccount:cronshard:cronshard`, which holds only what RBAC grants.
+    pub fn cronshard_kubeconfig(&self) -> PathBuf {
+        self.dir.join("cronshard.kubeconfig")
+    }
+
+    /// A client acting as the admin.
+    pub async fn client(&self) -> kube::Client {
+        client_from(&self.admin_kubeconfig()).await
+    }
+
+    /// A fresh namespace named `prefix-<random>`.
+    pub async fn namespace(&self, prefix: &str) -> String {
+        let name = format!("{prefix}-{}", rand_suffix());
+        let namespaces: Api<Namespace> = Api::all(self.client().await);
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+        namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
+        name
+    }
+
+    /// Lines of one process's log (`etcd`, `kube-apiserver`, `kube-controller-manager`).
+    pub fn log(&self, process: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{process}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let reaper = self.reaper.get_mut().map(Option::take).unwrap_or_else(|e| e.into_inner().take());
+        if let Some((mut child, mut stdin)) = reaper {
+            let _ = stdin.flush();
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A client from a kubeconfig file, the way `cronshard run --kubeconfig` builds one.
+pub async fn client_from(path: &Path) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(path).expect("kubeconfig");
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("client config");
+    kube::Client::try_from(config).expect("client")
+}
+
+fn rand_suffix() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:05x}", (nanos ^ (n.wrapping_mul(0x9e37_79b9))) & 0xfffff)
+}
+
+/// Stands in for the kubelet and the Job controller: every new Job in `namespace` is
+/// started, then after its run time marked Complete (or Failed, by [`OUTCOME_LABEL`]) through
+/// the `/status` subresource, with the conditions the real Job controller writes.
+#[derive(Debug)]
+pub struct JobCompleter {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl JobCompleter {
+    /// Completes each Job `run_for` after it is first seen (unless its labels say otherwise).
+    pub fn spawn(client: kube::Client, namespace: &str, run_for: Duration) -> JobCompleter {
+        let jobs: Api<Job> = Api::namespaced(client, namespace);
+        let task = tokio::spawn(async move {
+            let mut seen = std::collections::HashSet::new();
+            let mut stream = watcher(jobs.clone(), watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                let (Ok(watcher::Event::Apply(job)) | Ok(watcher::Event::InitApply(job))) = event else {
+                    continue;
+                };
+                let uid = job.metadata.uid.clone().unwrap_or_default();
+                if finished(&job) || !seen.insert(uid) {
+                    continue;
+                }
+                tokio::spawn(run_job(jobs.clone(), job, run_for));
+            }
+        });
+        JobCompleter { task }
+    }
+}
+
+impl Drop for JobCompleter {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn finished(job: &Job) -> bool {
+    job.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+        c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+    })
+}
+
+async fn run_job(jobs: Api<Job>, job: Job, default_run: Duration) {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let labels: BTreeMap<String, String> = job.metadata.labels.clone().unwrap_or_default();
+    let run_for = labels
+        .get(RUN_SECONDS_LABEL)
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(default_run, Duration::from_secs);
+    let fails = labels.get(OUTCOME_LABEL).is_some_and(|o| o == "Failed");
+    let params = PatchParams::default();
+    let started = now();
+    let start = json!({"status": {"startTime": started, "active": 1, "ready": 0}});
+    if jobs.patch_status(&name, &params, &Patch::Merge(&start)).await.is_err() {
+        return; // deleted before it started
+    }
+    tokio::time::sleep(run_for).await;
+    let ended = now();
+    let condition = |kind: &str, reason: &str| {
+        json!({"type": kind, "status": "True", "lastProbeTime": ended, "lastTransitionTime": ended,
+            "reason": reason, "message": "set by the testbed's job completer"})
+    };
+    let end = if fails {
+        json!({"status": {"active": 0, "ready": 0, "failed": 1, "conditions": [
+            condition("FailureTarget", "BackoffLimitExceeded"), condition("Failed", "BackoffLimitExceeded")]}})
+    } else {
+        json!({"status": {"active": 0, "ready": 0, "succeeded": 1, "completionTime": ended, "conditions": [
+            condition("SuccessCriteriaMet", "CompletionsReached"), condition("Complete", "CompletionsReached")]}})
+    };
+    let _ = jobs.patch_status(&name, &params, &Patch::Merge(&end)).await;
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
