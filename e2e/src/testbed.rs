@@ -29,6 +29,8 @@ pub struct Options {
     pub compaction_interval: Option<String>,
     /// kube-controller-manager's controllers; `None` runs no controller manager.
     pub controllers: Option<String>,
+    /// Extra kube-apiserver flags, such as `--watch-cache=false`.
+    pub apiserver_args: Vec<String>,
 }
 
 /// A running control plane; stopped when dropped, or when the test process exits (a reaper
@@ -76,6 +78,9 @@ impl Testbed {
         }
         if let Some(controllers) = &options.controllers {
             args.extend(["--controllers", controllers]);
+        }
+        for arg in &options.apiserver_args {
+            args.extend(["--apiserver-arg", arg]);
         }
         // The reaper first, so that even a failed `up` is torn down.
         let mut reaper = Command::new("sh")

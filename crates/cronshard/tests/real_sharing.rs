@@ -111,6 +111,7 @@ async fn three_replicas_share_real_leases_and_survive_a_kill() {
     })
     .await;
     let bound = Duration::from_secs(LEASE_DURATION_S + RENEW_PERIOD_S);
+    eprintln!("{} buckets of {victim} re-owned {took:?} after SIGKILL (bound {bound:?})", victim_buckets.len());
     assert!(took <= bound + Duration::from_secs(2), "re-owned after {took:?}; bound {bound:?} plus polling");
 
     // Two more boundaries: every CronJob once per minute, nothing missed or doubled.

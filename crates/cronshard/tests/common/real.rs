@@ -125,3 +125,79 @@ pub fn now_seconds() -> i64 {
 pub fn rfc3339(seconds: i64) -> String {
     jiff::Timestamp::from_second(seconds).expect("timestamp").strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
+
+/// A TCP forwarder in front of the API server whose connections the test can cut, as a
+/// network partition would: open connections are dropped and new ones refused until healed.
+pub struct Partition {
+    pub port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Partition {
+    pub async fn start(upstream: u16) -> Partition {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (cut2, open2) = (cut.clone(), open.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if cut2.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: the client sees the connection closed
+                }
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                open2.lock().expect("lock").push(task.abort_handle());
+            }
+        });
+        Partition { port, cut, open, accept }
+    }
+
+    /// Drops every open connection and refuses new ones.
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for task in self.open.lock().expect("lock").drain(..) {
+            task.abort();
+        }
+    }
+
+    pub fn heal(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// The port of the API server a kubeconfig names.
+pub fn server_port(kubeconfig: &std::path::Path) -> u16 {
+    let text = std::fs::read_to_string(kubeconfig).expect("kubeconfig");
+    let server = text.lines().find_map(|l| l.trim().strip_prefix("server: ")).expect("server line");
+    server.rsplit_once(':').and_then(|(_, p)| p.trim_end_matches('/').parse().ok()).expect("port")
+}
+
+/// A copy of `kubeconfig` at `to` whose server is `127.0.0.1:port` instead.
+pub fn kubeconfig_via(kubeconfig: &std::path::Path, port: u16, to: &std::path::Path) {
+    let text = std::fs::read_to_string(kubeconfig).expect("kubeconfig");
+    let original = server_port(kubeconfig);
+    let text = text.replace(&format!("127.0.0.1:{original}"), &format!("127.0.0.1:{port}"));
+    std::fs::write(to, text).expect("write kubeconfig");
+}
+
+/// Metric samples whose line starts with `name` (labels included), summed.
+pub fn metric_sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
