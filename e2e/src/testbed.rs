@@ -71,7 +71,8 @@ impl Testbed {
     pub fn start(options: &Options) -> Result<Testbed, StartError> {
         run_script("build", &["build"])?;
         let dir = std::env::temp_dir().join(format!("cronshard-testbed-{}-{}", std::process::id(), rand_suffix()));
-        let dir_arg = dir.to_str().ok_or(StartError { step: "up", message: "temp dir is not UTF-8".into() })?.to_owned();
+        let dir_arg =
+            dir.to_str().ok_or(StartError { step: "up", message: "temp dir is not UTF-8".into() })?.to_owned();
         let mut args = vec!["up", "--dir", dir_arg.as_str()];
         if let Some(interval) = &options.compaction_interval {
             args.extend(["--compaction-interval", interval]);
@@ -203,18 +204,17 @@ impl Drop for JobCompleter {
 }
 
 fn finished(job: &Job) -> bool {
-    job.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-        c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-    })
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True"))
 }
 
 async fn run_job(jobs: Api<Job>, job: Job, default_run: Duration) {
     let name = job.metadata.name.clone().unwrap_or_default();
     let labels: BTreeMap<String, String> = job.metadata.labels.clone().unwrap_or_default();
-    let run_for = labels
-        .get(RUN_SECONDS_LABEL)
-        .and_then(|s| s.parse::<u64>().ok())
-        .map_or(default_run, Duration::from_secs);
+    let run_for =
+        labels.get(RUN_SECONDS_LABEL).and_then(|s| s.parse::<u64>().ok()).map_or(default_run, Duration::from_secs);
     let fails = labels.get(OUTCOME_LABEL).is_some_and(|o| o == "Failed");
     let params = PatchParams::default();
     let started = now();

@@ -85,7 +85,8 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
     .await
     .expect("config");
     let settings = Settings { identity: "real-labeller".into(), buckets: NonZeroU32::MIN, selector: None };
-    let ctx = Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");
+    let ctx =
+        Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");
     let labelled = cronshard_worker::labeller::label_orphan_jobs(&ctx, &|_| true, 5).await.expect("the pass completes");
     assert_eq!(labelled, 12, "every Job labelled once");
     assert!(ctx.metrics.api.expired.get() >= 1, "the pass met at least one real 410");

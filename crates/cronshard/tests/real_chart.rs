@@ -12,8 +12,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::real::{
-    JobCompleter, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, jobs,
-    minute_of, now_seconds, replica, rfc3339, set_cronjob_status, wait_until,
+    JobCompleter, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, jobs, minute_of,
+    now_seconds, replica, rfc3339, set_cronjob_status, wait_until,
 };
 use common::{http, terminate, tool, workspace};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
@@ -71,7 +71,8 @@ async fn seed(testbed: &Testbed, client: &kube::Client, prefix: &str) -> String 
 
 /// Whether the replica was refused anything: a 403 in its request metrics or its log.
 fn forbidden(metrics_text: &str, log: &Path) -> bool {
-    let refused = metrics_text.lines().any(|l| l.starts_with("cronshard_api_requests_total") && l.contains("code=\"403\""));
+    let refused =
+        metrics_text.lines().any(|l| l.starts_with("cronshard_api_requests_total") && l.contains("code=\"403\""));
     refused || std::fs::read_to_string(log).unwrap_or_default().contains("forbidden")
 }
 
@@ -90,16 +91,40 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
         let out = kubectl(&admin, &["apply", "--server-side", "-f", crd]);
         assert!(out.status.success(), "{}", text(&out));
     }
-    let out = kubectl(&admin, &["wait", "--for", "condition=Established", "crd/servicemonitors.monitoring.coreos.com",
-        "crd/prometheusrules.monitoring.coreos.com", "--timeout", "60s"]);
+    let out = kubectl(
+        &admin,
+        &[
+            "wait",
+            "--for",
+            "condition=Established",
+            "crd/servicemonitors.monitoring.coreos.com",
+            "crd/prometheusrules.monitoring.coreos.com",
+            "--timeout",
+            "60s",
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
 
     let out = helm(&admin, &[&["install"][..], &INSTALL].concat());
     assert!(out.status.success(), "helm install on a real server: {}", text(&out));
-    let out = kubectl(&admin, &["get", "-n", "cronshard", "deployment,serviceaccount,role,rolebinding,service,poddisruptionbudget,servicemonitor,prometheusrule,configmap", "-o", "name"]);
+    let out = kubectl(
+        &admin,
+        &[
+            "get",
+            "-n",
+            "cronshard",
+            "deployment,serviceaccount,role,rolebinding,service,poddisruptionbudget,servicemonitor,prometheusrule,configmap",
+            "-o",
+            "name",
+        ],
+    );
     let listed = text(&out);
-    for object in ["deployment.apps/cronshard", "serviceaccount/cronshard", "servicemonitor.monitoring.coreos.com/cronshard",
-        "prometheusrule.monitoring.coreos.com/cronshard"] {
+    for object in [
+        "deployment.apps/cronshard",
+        "serviceaccount/cronshard",
+        "servicemonitor.monitoring.coreos.com/cronshard",
+        "prometheusrule.monitoring.coreos.com/cronshard",
+    ] {
         assert!(listed.contains(object), "{object} was not created: {listed}");
     }
     let mut upgrade = vec!["upgrade"];
@@ -118,10 +143,13 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
     let (mut run, metrics) = replica(&sa, "rbac-full", &args, &log);
     wait_until("the overdue run, its status, its Events and the cleanup", Duration::from_secs(60), || async {
         let all = jobs(&client, &ns).await;
-        let labelled = all.iter().all(|j| j.metadata.labels.as_ref().is_some_and(|l| l.contains_key("cronshard.io/bucket")));
+        let labelled =
+            all.iter().all(|j| j.metadata.labels.as_ref().is_some_and(|l| l.contains_key("cronshard.io/bucket")));
         let reasons = event_reasons(&client, &ns, "overdue").await;
         let status = common::real::get_cronjob(&client, &ns, "overdue").await.status?;
-        (labelled && all.len() <= 2 && reasons.iter().any(|r| r == "SuccessfulDelete")
+        (labelled
+            && all.len() <= 2
+            && reasons.iter().any(|r| r == "SuccessfulDelete")
             && reasons.iter().any(|r| r == "SuccessfulCreate")
             && status.last_successful_time.is_some())
         .then_some(())

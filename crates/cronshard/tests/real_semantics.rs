@@ -84,22 +84,33 @@ async fn a_real_apiserver_sees_upstream_semantics() {
 
     // The missed run, before any boundary: scheduled at the newest minute not after now.
     let missed = wait_until("the missed run", Duration::from_secs(30), || async {
-        jobs(&client, &ns).await.into_iter().find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("missed-")))
+        jobs(&client, &ns)
+            .await
+            .into_iter()
+            .find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("missed-")))
     })
     .await;
-    let missed_minute: i64 = missed.metadata.name.as_deref().and_then(|n| n.strip_prefix("missed-")?.parse().ok()).expect("minute");
+    let missed_minute: i64 =
+        missed.metadata.name.as_deref().and_then(|n| n.strip_prefix("missed-")?.parse().ok()).expect("minute");
     assert!(missed_minute >= minute && missed_minute <= minute_of(now_seconds()), "{missed_minute} vs {minute}");
 
     // The history limits apply once the five runs have finished.
     wait_until("history cleanup to one success and one failure", Duration::from_secs(60), || async {
-        let left: Vec<Job> = jobs(&client, &ns).await.into_iter().filter(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("history-"))).collect();
+        let left: Vec<Job> = jobs(&client, &ns)
+            .await
+            .into_iter()
+            .filter(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("history-")))
+            .collect();
         (left.len() == 2 && left.iter().all(finished)).then_some(())
     })
     .await;
 
     // The boundary: fire's first run.
     let boundary = wait_until("fire's first run", Duration::from_secs(90), || async {
-        jobs(&client, &ns).await.into_iter().find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("fire-")))
+        jobs(&client, &ns)
+            .await
+            .into_iter()
+            .find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("fire-")))
     })
     .await;
     let run_name = boundary.metadata.name.clone().expect("name");
@@ -131,7 +142,8 @@ async fn a_real_apiserver_sees_upstream_semantics() {
     assert_eq!(status.last_schedule_time.map(|t| t.0.as_second()), Some(run_minute * 60));
     wait_until("fire's Events", Duration::from_secs(30), || async {
         let reasons = event_reasons(&client, &ns, "fire").await;
-        (reasons.iter().any(|r| r == "SuccessfulCreate") && reasons.iter().any(|r| r == "SawCompletedJob")).then_some(())
+        (reasons.iter().any(|r| r == "SuccessfulCreate") && reasons.iter().any(|r| r == "SawCompletedJob"))
+            .then_some(())
     })
     .await;
 
@@ -154,7 +166,8 @@ async fn a_real_apiserver_sees_upstream_semantics() {
     wait_until("the policies' Events", Duration::from_secs(30), || async {
         let forbid = event_reasons(&client, &ns, "forbid").await;
         let replace = event_reasons(&client, &ns, "replace").await;
-        (forbid.iter().any(|r| r == "JobAlreadyActive") && replace.iter().any(|r| r == "SuccessfulDelete")).then_some(())
+        (forbid.iter().any(|r| r == "JobAlreadyActive") && replace.iter().any(|r| r == "SuccessfulDelete"))
+            .then_some(())
     })
     .await;
     // Allow's new run was completed by the completer; the long one it kept is still active.
@@ -163,7 +176,7 @@ async fn a_real_apiserver_sees_upstream_semantics() {
         let active: Vec<String> = status.active.unwrap_or_default().into_iter().filter_map(|r| r.name).collect();
         (status.last_schedule_time.map(|t| t.0.as_second()) == Some(run_minute * 60)
             && active == [format!("allow-{minute}")])
-            .then_some(())
+        .then_some(())
     })
     .await;
     let metrics = http("GET", &format!("{metrics}/metrics"), None);

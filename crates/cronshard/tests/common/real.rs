@@ -93,13 +93,19 @@ pub fn names(jobs: &[Job]) -> Vec<String> {
 
 /// Whether a Job has finished (Complete or Failed).
 pub fn finished(job: &Job) -> bool {
-    job.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-        c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-    })
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True"))
 }
 
 /// `cronshard run` against the testbed, logging to `log`; returns the process and its metrics URL.
-pub fn replica(kubeconfig: &std::path::Path, identity: &str, extra: &[&str], log: &std::path::Path) -> (super::Proc, String) {
+pub fn replica(
+    kubeconfig: &std::path::Path,
+    identity: &str,
+    extra: &[&str],
+    log: &std::path::Path,
+) -> (super::Proc, String) {
     let mut args = vec![
         "run",
         "--kubeconfig",
