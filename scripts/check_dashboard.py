@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the Grafana dashboard and the alert rules against real data.
 
-Starts a short `cronshard demo` (600 CronJobs, 2 replicas, 75 s) whose replicas serve /metrics
+Starts a short `cronshard-sim demo` (600 CronJobs, 2 replicas, 75 s) whose replicas serve /metrics
 on free ports, a Prometheus (the `prometheus` binary, e.g. Debian's package) scraping them every
 2 s and evaluating the chart's alert rules, waits until the demo has run about 60 s, then runs
 every panel query of the dashboard against it, both as an instant query and as a range query
@@ -9,7 +9,7 @@ over the run. A query passes when Prometheus answers `success` with at least one
 at least one sample that is a number (not NaN). The alert rules pass when every rule has been
 evaluated with health "ok" and no error. Prints a table and the time each step took.
 
-    python3 scripts/check_dashboard.py --cronshard target/release/cronshard \\
+    python3 scripts/check_dashboard.py --cronshard-sim target/release/cronshard-sim \\
         [--dashboard charts/cronshard/files/dashboard.json] \\
         [--rules charts/cronshard/files/alerts.yaml] [--keep-open SECONDS]
 
@@ -57,7 +57,7 @@ class Abort(Exception):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cronshard", help="the cronshard binary (e.g. target/debug/cronshard); required unless --targets")
+    ap.add_argument("--cronshard-sim", dest="sim", help="the cronshard-sim binary, which runs the demo with the cronshard binary beside it (e.g. target/debug/cronshard-sim); required unless --targets")
     ap.add_argument("--dashboard", default=os.path.join(FILES, "dashboard.json"))
     ap.add_argument("--rules", default=os.path.join(FILES, "alerts.yaml"))
     ap.add_argument("--prometheus", default="prometheus", help="the Prometheus binary (default: from PATH)")
@@ -281,7 +281,7 @@ def main():
 
 
 def run(a, steps, procs, tmp, logs):
-    binary = os.path.abspath(a.cronshard or "cronshard")
+    binary = os.path.abspath(a.sim or "cronshard-sim")
     prom_bin = shutil.which(a.prometheus) or a.prometheus
     demo_log, prom_log = logs["demo"], logs["prometheus"]
     if not os.path.exists(a.dashboard):
@@ -295,10 +295,10 @@ def run(a, steps, procs, tmp, logs):
         if not shutil.which(prom_bin):
             raise Abort(f"Prometheus not found ({a.prometheus}): install it (Debian: apt-get install prometheus)", 2)
         if not a.targets:
-            if not a.cronshard:
-                raise Abort("--cronshard PATH is required (unless --targets)", 2)
+            if not a.sim:
+                raise Abort("--cronshard-sim PATH is required (unless --targets)", 2)
             if not os.access(binary, os.X_OK):
-                raise Abort(f"{binary}: not an executable (build it: cargo build -p cronshard)", 2)
+                raise Abort(f"{binary}: not an executable (build it: cargo build -p cronshard -p cronshard-e2e)", 2)
             try:
                 help_text = subprocess.run([binary, "demo", "--help"], capture_output=True, text=True,
                                            timeout=30).stdout

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Failover measurement: how long until a replica's buckets are owned again.
 
-Starts `cronshard sim` (one token per replica, so it can partition one) and R replicas with
+Starts `cronshard-sim serve` (the binary beside --bin) (one token per replica, so it can partition one) and R replicas with
 the default protocol timings (renew 2 s, deadline 10 s, lease 15 s), waits until the buckets
 are settled, then (a) SIGKILLs one replica and (b) partitions another, and reports the time
 from the fault until every bucket the victim held has a live holder again, read from
@@ -28,7 +28,8 @@ def call(method, url, body=None):
 
 
 def start(args, log):
-    p = subprocess.Popen([a.bin] + args, stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, log), "w"), text=True)
+    cmd = [a.bin + "-sim", "serve"] + args[1:] if args[0] == "sim" else [a.bin] + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, log), "w"), text=True)
     return p, p.stdout.readline().strip()
 
 

@@ -28,8 +28,10 @@ def call(method, url, body=None):
 
 
 def start(args):
+    """Starts `cronshard ARGS`, or `cronshard-sim serve ...` for args starting with "sim"."""
     log = open(os.path.join(tempfile.gettempdir(), f"herd-{args[0]}.log"), "w")
-    p = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=log, text=True)
+    cmd = [BIN + "-sim", "serve"] + args[1:] if args[0] == "sim" else [BIN] + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     return p, p.stdout.readline().strip()
 
 

@@ -1,5 +1,6 @@
-//! cronshard-e2e: scenarios, the analysis of a run from the simulator's audit log, and
-//! reports, shared by `cronshard-bench`, the baseline controllers and `cronshard demo`.
+//! cronshard-e2e: scenarios, the analysis of a run from the simulator's audit log, reports,
+//! and the real-control-plane fixture, shared by `cronshard-bench`, the baseline controllers,
+//! `cronshard-sim demo` and the end-to-end tests.
 
 pub mod analysis;
 pub mod report;
@@ -21,18 +22,8 @@ pub fn main_with<F>(work: F) -> std::process::ExitCode
 where
     F: std::future::Future<Output = Result<(), String>>,
 {
-    use std::io::Write;
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
-    let result = tokio::runtime::Runtime::new()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
-        .and_then(|runtime| runtime.block_on(work));
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            std::process::ExitCode::from(2)
-        }
-    }
+    cronshard::cli::init_logs(cronshard::cli::LogFormat::Text);
+    cronshard::cli::block_on(work, 2)
 }
 
 /// CPU seconds and peak RSS of a live process, from /proc.

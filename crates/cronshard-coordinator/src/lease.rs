@@ -7,7 +7,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 
 /// The role label every cronshard Lease carries.
-pub const ROLE_LABEL: &str = "cronshard.io/role";
+pub use cronshard_types::keys::ROLE_LABEL;
 /// The bucket count a member (or a bucket Lease's holder) runs with.
 pub const BUCKETS_ANNOTATION: &str = "cronshard.io/buckets";
 /// A random value each process writes on its member Lease: a different one appearing after

@@ -1,7 +1,7 @@
 //! cronshard-sim: an in-memory Kubernetes API server for the resources cronshard uses,
 //! faithful to kube-apiserver's list, watch, concurrency and flow-control semantics.
 //!
-//! [`app`] returns an axum `Router`, so tests serve it in-process; `cronshard sim` serves
+//! [`app`] returns an axum `Router`, so tests serve it in-process; `cronshard-sim serve` serves
 //! it standalone. See docs/simulator.md for what it serves and how.
 
 mod admin;

@@ -47,7 +47,7 @@ impl Clock {
         self.changed.notified().await;
     }
 
-    /// Follows the clock offset of a `cronshard sim` at `url`, polled every 200 ms (tests,
+    /// Follows the clock offset of a `cronshard-sim serve` at `url`, polled every 200 ms (tests,
     /// demos and benchmarks only: it is how every process shares the simulator's time).
     pub async fn follow(self, url: String) {
         let Ok(base) = url.trim_end_matches('/').parse::<http::Uri>() else {

@@ -84,10 +84,6 @@ impl BucketSet {
         }
         self.count();
     }
-
-    pub fn running(&self) -> BTreeSet<u32> {
-        self.running.keys().copied().collect()
-    }
 }
 
 /// Runs the labellers for the buckets in `owned` (as the coordinator publishes them), until
@@ -100,23 +96,4 @@ pub async fn run_labellers(
     let new = labeller::label_new_cronjobs(ctx.clone(), owned.clone(), stop.clone());
     let old = labeller::label_orphan_jobs_periodically(ctx, owned, JOB_LABEL_PASS_EVERY, stop);
     futures::join!(new, old);
-}
-
-/// Runs every bucket of this replica (a single replica owns them all) plus the labellers,
-/// until `stop` turns true. `ready` counts buckets whose initial lists are in.
-pub async fn run_all_buckets(ctx: Arc<Context>, stop: tokio::sync::watch::Receiver<bool>, ready: Arc<AtomicUsize>) {
-    let buckets = ctx.settings.buckets.get();
-    ctx.metrics.buckets_owned.set(i64::from(buckets));
-    let mut tasks = Vec::new();
-    for b in 0..buckets {
-        tasks.push(tokio::spawn(bucket::run(ctx.clone(), b, 0, stop.clone(), ready.clone())));
-    }
-    let (_all, owned) = tokio::sync::watch::channel((0..buckets).collect());
-    tasks.push(tokio::spawn(run_labellers(ctx.clone(), owned, stop)));
-    for task in tasks {
-        if let Err(e) = task.await {
-            tracing::error!(error = %e, "worker task failed");
-        }
-    }
-    ctx.metrics.buckets_owned.set(0);
 }

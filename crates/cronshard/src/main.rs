@@ -1,15 +1,14 @@
 //! The `cronshard` binary: command-line entry point.
 
-mod demo_cmd;
 mod plan_cmd;
 mod run_cmd;
 mod schedule_cmd;
-mod sim_cmd;
 mod status_cmd;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use cronshard::cli::{self, LogFormat};
 
 /// A sharded, multi-replica Kubernetes CronJob controller.
 #[derive(Debug, Parser)]
@@ -22,21 +21,11 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// A simulated cluster with replicas in one command: live progress, then a report.
-    Demo(demo_cmd::DemoArgs),
     /// Evaluate a CronJob schedule exactly as the controller does.
     #[command(subcommand)]
     Schedule(schedule_cmd::ScheduleCommand),
-    /// Run the simulated Kubernetes API server (for tests, benchmarks and demos).
-    Sim(Box<sim_cmd::SimArgs>),
     /// Run one controller replica; replicas share the buckets through Leases.
     Run(Box<run_cmd::RunArgs>),
     /// Print the bucket map: members, buckets per member, unowned buckets, last transitions.
@@ -47,18 +36,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Logs go to stderr, so stdout stays for command output (addresses, times, JSON).
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
-    match cli.log_format {
-        LogFormat::Json => logs.json().init(),
-        LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
-    }
+    cli::init_logs(cli.log_format);
     match cli.command {
-        Command::Demo(args) => demo_cmd::run(args),
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
-        Command::Sim(args) => sim_cmd::run(*args),
         Command::Run(args) => run_cmd::run(*args),
         Command::Status(args) => status_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),

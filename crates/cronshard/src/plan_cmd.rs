@@ -56,7 +56,7 @@ pub(crate) struct PlanArgs {
     #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=168))]
     hours: u32,
     /// How late the 99th-percentile run of the largest herd may be created.
-    #[arg(long, default_value = "1s", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = cronshard::cli::parse_duration)]
     skew_target: Duration,
     /// Each replica's client token bucket, as `cronshard run --qps` (0 = unlimited).
     #[arg(long, default_value_t = 1000.0)]

@@ -8,21 +8,16 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::http::header;
 use clap::Args;
-use cronshard_coordinator::{Buckets, Ownership, Settings as CoordinatorSettings, Timing};
+use cronshard::replica::{self, Budget, Health, Workers};
+use cronshard_coordinator::{Ownership, Settings as CoordinatorSettings, Timing};
 use cronshard_worker::limiter::Limiter;
 use cronshard_worker::metrics::Metrics;
 use cronshard_worker::{BucketSet, Clock, Context, Settings};
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use tracing::Instrument;
 
 #[derive(Debug, Args)]
@@ -49,18 +44,18 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "POD_NAMESPACE")]
     namespace: Option<String>,
     /// How often the member Lease is renewed .
-    #[arg(long, default_value = "2s", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = cronshard::cli::parse_duration)]
     renew_period: Duration,
     /// A replica that has not renewed for this long stops all bucket work.
-    #[arg(long, default_value = "10s", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = cronshard::cli::parse_duration)]
     renew_deadline: Duration,
     /// Others take a replica's buckets once its member Lease has not changed for this long.
-    #[arg(long, default_value = "15s", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = cronshard::cli::parse_duration)]
     lease_duration: Duration,
     /// A new replica takes free buckets at once, but others give it theirs only after it has
     /// been a member this long: a pod that replaces another within it inherits that pod's
     /// buckets and nothing else moves (longer than a rolling update's pod replacement).
-    #[arg(long, default_value = "30s", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = cronshard::cli::parse_duration)]
     join_grace: Duration,
     /// Client rate limit for the whole replica, requests per second (0 = unlimited). Sized
     /// for herds: a minute with 10,000 runs due needs the API server's whole write rate, and
@@ -129,68 +124,8 @@ async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, S
     Ok(config)
 }
 
-#[derive(Clone)]
-struct Health {
-    ctx: Arc<Context>,
-    ready: Arc<AtomicUsize>,
-    ownership: tokio::sync::watch::Receiver<Ownership>,
-}
-
-async fn serve_metrics(State(h): State<Health>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], h.ctx.metrics.encode())
-}
-
-/// Ready: renewing, not refusing, owning what the assignment says, every owned bucket listed.
-async fn readyz(State(h): State<Health>) -> impl IntoResponse {
-    let o = h.ownership.borrow().clone();
-    let listed = h.ready.load(Ordering::Relaxed);
-    if let Some(reason) = o.refused {
-        return (StatusCode::SERVICE_UNAVAILABLE, reason);
-    }
-    if !o.healthy {
-        return (StatusCode::SERVICE_UNAVAILABLE, "the member Lease is not renewed".to_owned());
-    }
-    if !o.settled() || listed < o.owned.len() {
-        let msg = format!("{} of {} assigned buckets owned, {listed} listed", o.owned.len(), o.desired.len());
-        return (StatusCode::SERVICE_UNAVAILABLE, msg);
-    }
-    (StatusCode::OK, format!("ok: {} buckets", o.owned.len()))
-}
-
-/// The worker's bucket set and write fence, driven by the coordinator.
-struct Workers(BucketSet, cronshard_worker::fence::Fence);
-
-impl Buckets for Workers {
-    fn start(&mut self, bucket: u32, epoch: i32) {
-        self.0.start(bucket, epoch);
-    }
-    fn stop(&mut self, bucket: u32) -> BoxFuture<'static, ()> {
-        self.0.stop(bucket).boxed()
-    }
-    fn abort_all(&mut self) {
-        self.1.close();
-        self.0.abort_all();
-    }
-    fn writes_until(&mut self, deadline: std::time::Instant) {
-        self.1.open_until(deadline);
-    }
-}
-
 pub(crate) fn run(args: RunArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    cronshard::cli::block_on(serve(args), 2)
 }
 
 /// Checks the selector as the API server would, before any request.
@@ -207,7 +142,17 @@ fn check_selector(selector: Option<&str>) -> Result<(), String> {
         .map_err(|e| format!("--selector {selector:?} is not a label selector: {e}"))
 }
 
-async fn serve(args: RunArgs) -> Result<(), String> {
+/// What a replica is made of before it starts: checked settings, its client and metrics.
+struct Replica {
+    identity: String,
+    coordination: CoordinatorSettings,
+    coordinator_metrics: cronshard_coordinator::Metrics,
+    budget: Budget,
+    ctx: Arc<Context>,
+}
+
+/// Checks every setting before any request, then builds the client and metrics.
+async fn build_replica(args: &RunArgs) -> Result<Replica, String> {
     let identity =
         args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
     check_selector(args.selector.as_deref())?;
@@ -220,7 +165,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         ..Timing::default()
     };
     timing.validate().map_err(|e| e.to_string())?;
-    let config = client_config(&args, &identity).await?;
+    let config = client_config(args, &identity).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets, timing };
     coordination.validate().map_err(|e| e.to_string())?;
@@ -233,9 +178,21 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     let mut metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     coordinator_metrics.register(metrics.registry_mut());
-    let (qps, burst) = replica_rate(args.qps, f64::from(args.burst), args.deployment_qps, 1.0);
+    let budget = Budget {
+        qps: args.qps,
+        burst: f64::from(args.burst),
+        deployment_qps: args.deployment_qps,
+        buckets: buckets.get(),
+    };
+    let (qps, burst) = budget.replica_rate(1.0);
     let limiter = Limiter::new(qps, u32::try_from(burst.round() as i64).unwrap_or(u32::MAX));
     let ctx = Context::new(config, limiter, settings, clock, metrics).map_err(|e| e.to_string())?;
+    Ok(Replica { identity, coordination, coordinator_metrics, budget, ctx })
+}
+
+async fn serve(args: RunArgs) -> Result<(), String> {
+    let Replica { identity, coordination, coordinator_metrics, budget, ctx } = build_replica(&args).await?;
+    let buckets = coordination.buckets;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await
@@ -249,34 +206,14 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     tracing::info!(%identity, metrics = %addr, buckets, namespace = %coordination.namespace, server = %ctx.server, "cronshard running");
     let (ownership_tx, ownership) = tokio::sync::watch::channel(Ownership::default());
     let health = Health { ctx: ctx.clone(), ready: ready.clone(), ownership: ownership.clone() };
-    let app = Router::new()
-        .route("/metrics", get(serve_metrics))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .with_state(health);
+    let app = replica::app(health);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let http = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
     // The labellers follow the owned set; the client rate follows this replica's share.
     let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
-    let mut follow = ownership.clone();
-    let budget = (args.qps, f64::from(args.burst), args.deployment_qps, buckets.get());
-    let rate_ctx = ctx.clone();
-    tokio::spawn(async move {
-        while follow.changed().await.is_ok() {
-            let (owned, share) = {
-                let o = follow.borrow_and_update();
-                (o.owned.clone(), o.desired.len().max(o.owned.len()) as f64 / f64::from(budget.3))
-            };
-            owned_tx.send_if_modified(|current| std::mem::replace(current, owned.clone()) != owned);
-            let (qps, burst) = replica_rate(budget.0, budget.1, budget.2, share);
-            if (qps - rate_ctx.limiter.qps()).abs() > 0.5 {
-                tracing::info!(qps, burst, share, "client rate: this replica's share of the deployment budget");
-                rate_ctx.limiter.set_rate(qps, burst);
-            }
-        }
-    });
+    tokio::spawn(replica::follow_ownership(ownership.clone(), owned_tx, ctx.clone(), budget));
     let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
     // No bucket write before the first renewal.
     ctx.fence.close();
@@ -295,7 +232,7 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         .instrument(coordinator_span),
     );
     tokio::select! {
-        () = crate::sim_cmd::shutdown_signal() => {}
+        () = cronshard::cli::shutdown_signal() => {}
         ended = &mut coordinator => {
             http.abort();
             return match ended {
@@ -312,38 +249,4 @@ async fn serve(args: RunArgs) -> Result<(), String> {
     labellers.abort();
     http.abort();
     Ok(())
-}
-
-/// This replica's client rate and burst: `share` (the fraction of the buckets it is assigned
-/// or owns) of the deployment budget, never above `--qps` (0 = no cap), and never below 1% of
-/// the budget, so a replica that owns nothing can still list, label and take buckets over.
-/// Without a deployment budget: `--qps` and `--burst` as given.
-fn replica_rate(qps: f64, burst: f64, deployment_qps: f64, share: f64) -> (f64, f64) {
-    if deployment_qps <= 0.0 {
-        return (qps, burst);
-    }
-    let mut rate = deployment_qps * share.clamp(0.01, 1.0);
-    if qps > 0.0 {
-        rate = rate.min(qps);
-    }
-    // The burst shrinks with the rate: a replica's burst is a share of the deployment's too.
-    let burst = if qps > 0.0 { burst * rate / qps } else { rate };
-    (rate, burst.max(1.0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::replica_rate;
-
-    #[test]
-    fn each_replica_takes_its_buckets_share_of_the_deployment_budget() {
-        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 1.0), (1000.0, 1000.0), "one replica: all of it");
-        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 0.5), (500.0, 500.0));
-        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 16.0 / 64.0), (250.0, 250.0));
-        assert_eq!(replica_rate(300.0, 300.0, 1000.0, 0.5), (300.0, 300.0), "--qps caps the share");
-        assert_eq!(replica_rate(0.0, 1.0, 1000.0, 0.25), (250.0, 250.0), "no per-replica cap");
-        assert_eq!(replica_rate(1000.0, 1000.0, 1000.0, 0.0), (10.0, 10.0), "owning nothing: 1%");
-        assert_eq!(replica_rate(1000.0, 800.0, 0.0, 0.25), (1000.0, 800.0), "no deployment budget");
-        assert_eq!(replica_rate(0.0, 1.0, 0.0, 0.25), (0.0, 1.0), "unlimited stays unlimited");
-    }
 }

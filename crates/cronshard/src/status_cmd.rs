@@ -31,18 +31,13 @@ pub(crate) struct StatusArgs {
 }
 
 pub(crate) fn run(args: StatusArgs) -> ExitCode {
-    let result = tokio::runtime::Runtime::new().map_err(|e| e.to_string()).and_then(|rt| rt.block_on(report(&args)));
-    let mut out = std::io::stdout().lock();
-    match result {
-        Ok(text) => {
-            let _ = out.write_all(text.as_bytes());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    cronshard::cli::block_on(
+        async move {
+            let text = report(&args).await?;
+            std::io::stdout().lock().write_all(text.as_bytes()).map_err(|e| format!("stdout: {e}"))
+        },
+        2,
+    )
 }
 
 async fn report(args: &StatusArgs) -> Result<String, String> {

@@ -1,4 +1,4 @@
-//! The benchmark harness (docs/benchmarks.md): for each arm, a fresh `cronshard sim`
+//! The benchmark harness (docs/benchmarks.md): for each arm, a fresh `cronshard-sim serve`
 //! with the scenario's settings, the scenario's CronJobs bulk-loaded, the arm's controller
 //! processes started, faults applied on time; then the audit log is read and compared with
 //! what was due. Writes `report.json` and `report.svg` to `--out` and prints a table.
@@ -52,7 +52,7 @@ async fn run(args: Args) -> Result<(), String> {
         Some(d) => d,
         None => std::env::current_exe().map_err(|e| e.to_string())?.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
-    for bin in ["cronshard", "cronshard-baseline"] {
+    for bin in ["cronshard", "cronshard-sim", "cronshard-baseline"] {
         if !bin_dir.join(bin).exists() {
             return Err(format!(
                 "{} not found: build it first (cargo build --release -p cronshard -p cronshard-e2e)",
@@ -262,7 +262,7 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
     let tokens: String = (0..MAX_PROCESSES).map(|i| format!("token-bench-{i},bench-{i},{i}\n")).collect();
     std::fs::write(dir.join("tokens.csv"), tokens).map_err(|e| e.to_string())?;
     let sim_args: Vec<String> = [
-        "sim",
+        "serve",
         "--listen",
         "127.0.0.1:0",
         "--token-file",
@@ -275,7 +275,7 @@ async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> 
     .into_iter()
     .map(str::to_owned)
     .collect();
-    let (mut sim, url) = spawn(&bin_dir.join("cronshard"), &sim_args, &dir.join("sim.log")).await?;
+    let (mut sim, url) = spawn(&bin_dir.join("cronshard-sim"), &sim_args, &dir.join("sim.log")).await?;
     let admin = Admin {
         client: kube::Client::try_from(kube::Config::new(url.parse().map_err(|_| "sim URL")?))
             .map_err(|e| e.to_string())?,

@@ -102,9 +102,21 @@ pub async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// Runs every bucket of `ctx` in the background; send `true` to stop.
+/// Runs every bucket of `ctx` (as a single replica that owns them all) and the labellers in
+/// the background; send `true` to stop.
 pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let ready = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    (stop, tokio::spawn(cronshard_worker::run_all_buckets(ctx, stopped, ready)))
+    let all = tokio::spawn(async move {
+        let buckets = ctx.settings.buckets.get();
+        let mut tasks: Vec<_> = (0..buckets)
+            .map(|b| tokio::spawn(cronshard_worker::bucket::run(ctx.clone(), b, 0, stopped.clone(), ready.clone())))
+            .collect();
+        let (_all, owned) = tokio::sync::watch::channel((0..buckets).collect());
+        tasks.push(tokio::spawn(cronshard_worker::run_labellers(ctx, owned, stopped)));
+        for task in tasks {
+            task.await.expect("worker task");
+        }
+    });
+    (stop, all)
 }

@@ -1,4 +1,4 @@
-//! `cronshard sim` + `cronshard run` as real processes: 1,000 CronJobs due in the same
+//! `cronshard-sim serve` + `cronshard run` as real processes: 1,000 CronJobs due in the same
 //! minute, every Job created exactly once, proven from the simulator's audit log.
 
 mod common;
@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{http, spawn, terminate};
+use common::{http, spawn, spawn_sim, terminate};
 
 use serde_json::{Value, json};
 
@@ -16,8 +16,7 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
     let dir = std::env::temp_dir().join(format!("cronshard-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let kubeconfig: PathBuf = dir.join("kubeconfig");
-    let (mut sim, url) = spawn(&[
-        "sim",
+    let (mut sim, url) = spawn_sim(&[
         "--listen",
         "127.0.0.1:0",
         "--kubeconfig-out",

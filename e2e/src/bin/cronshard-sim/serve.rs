@@ -1,4 +1,4 @@
-//! `cronshard sim`: the simulated Kubernetes API server as a standalone process.
+//! `cronshard-sim serve`: the simulated Kubernetes API server as a standalone process.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use cronshard::cli::parse_duration;
 use cronshard_sim::{Config, SimState};
-use jiff::SignedDuration;
 
 #[derive(Debug, Args)]
 pub(crate) struct SimArgs {
@@ -72,14 +72,6 @@ pub(crate) struct SimArgs {
     /// Bulk-load objects (JSON array, List or JSON Lines) at start, without validation.
     #[arg(long)]
     load: Vec<PathBuf>,
-}
-
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let d: SignedDuration = text.parse().map_err(|e| format!("invalid duration {text:?}: {e}"))?;
-    Duration::try_from(d).map_err(|_| format!("duration {text:?} must not be negative"))
 }
 
 fn runner(args: &SimArgs) -> Result<Option<cronshard_sim::runner::RunnerConfig>, String> {
@@ -161,20 +153,7 @@ pub(crate) fn run(args: SimArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(args, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cronshard::cli::block_on(serve(args, config), 1)
 }
 
 async fn serve(args: SimArgs, config: Config) -> Result<(), String> {
@@ -211,7 +190,7 @@ async fn serve(args: SimArgs, config: Config) -> Result<(), String> {
     let app = cronshard_sim::app(state.clone());
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
+            cronshard::cli::shutdown_signal().await;
             tracing::info!("shutting down");
             // Open watches would hold the graceful shutdown forever: end them first.
             shutdown_state.drop_watches();
@@ -225,22 +204,6 @@ async fn serve(args: SimArgs, config: Config) -> Result<(), String> {
     Ok(())
 }
 
-/// Ctrl-C or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,14 +214,5 @@ mod tests {
         assert!(anonymous.contains("server: http://127.0.0.1:1234\n"));
         assert!(anonymous.contains("  user: {}\n"));
         assert!(kubeconfig("http://x", Some("abc")).contains("    token: abc\n"));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("-5s").is_err());
-        assert!(parse_duration("soon").is_err());
     }
 }

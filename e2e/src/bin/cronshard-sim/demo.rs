@@ -1,6 +1,7 @@
-//! `cronshard demo`: a simulated cluster (in this process) with the built-in incident
-//! scenario at laptop size, R replica processes sharing its buckets, live progress on stdout,
-//! and a report at the end. Ctrl-C ends it early, cleanly.
+//! `cronshard-sim demo`: a simulated cluster (in this process) with the built-in incident
+//! scenario at laptop size, R replica processes (`cronshard run`, the binary beside this one)
+//! sharing its buckets, live progress on stdout, and a report at the end. Ctrl-C ends it
+//! early, cleanly.
 
 use std::io::Write;
 use std::num::NonZeroU32;
@@ -24,7 +25,7 @@ pub(crate) struct DemoArgs {
     #[arg(long, default_value_t = 3)]
     replicas: usize,
     /// How long to run (simulated time runs at real speed, starting 20 s before an hour).
-    #[arg(long, default_value = "2m", value_parser = crate::sim_cmd::parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = cronshard::cli::parse_duration)]
     duration: Duration,
     /// Where the kubeconfig, logs and report go; default: a new directory under the system's temp dir.
     #[arg(long)]
@@ -35,24 +36,7 @@ pub(crate) struct DemoArgs {
 }
 
 pub(crate) fn run(args: DemoArgs) -> ExitCode {
-    let result = tokio::runtime::Runtime::new().map_err(|e| e.to_string()).and_then(|rt| rt.block_on(demo(args)));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// SIGTERM (as from `kill` or a supervisor): stop as cleanly as on Ctrl-C.
-async fn terminated() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut signal) => {
-            signal.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
+    cronshard::cli::block_on(demo(args), 2)
 }
 
 fn say(line: &str) {
@@ -85,7 +69,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         let _ = axum::serve(listener, app).await;
     });
     let kubeconfig = out.join("kubeconfig");
-    std::fs::write(&kubeconfig, crate::sim_cmd::kubeconfig(&url, None)).map_err(|e| e.to_string())?;
+    std::fs::write(&kubeconfig, crate::serve::kubeconfig(&url, None)).map_err(|e| e.to_string())?;
 
     // 20 s before the next hour, so the hourly herd falls inside the run.
     let clock = sim.store().clock();
@@ -102,7 +86,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     say(&format!("  watch it:  kubectl --kubeconfig {} get cronjobs,jobs -A", kubeconfig.display()));
     say(&format!("  logs:      {}", out.display()));
 
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = controller_binary()?;
     let mut replicas = Vec::new();
     for i in 0..args.replicas {
         let log = std::fs::File::create(out.join(format!("replica-{i}.log"))).map_err(|e| e.to_string())?;
@@ -139,7 +123,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     let interrupted = tokio::select! {
         () = progress(&sim, &seeds, start, window, &due_times, &pids, &mut usage) => false,
         _ = tokio::signal::ctrl_c() => true,
-        () = terminated() => true,
+        () = cronshard::cli::terminated() => true,
     };
     if interrupted {
         say("\ninterrupted: stopping the replicas");
@@ -259,5 +243,21 @@ async fn progress(
         if now.duration_since(start).as_secs_f64() >= window {
             return;
         }
+    }
+}
+
+/// The `cronshard` binary built beside this one (`cargo build --release -p cronshard -p
+/// cronshard-e2e` puts both in one directory).
+fn controller_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let controller = exe.with_file_name("cronshard");
+    if controller.is_file() {
+        Ok(controller)
+    } else {
+        Err(format!(
+            "the demo runs replicas of the controller, and {} does not exist: build both with \
+             `cargo build --release -p cronshard -p cronshard-e2e`",
+            controller.display()
+        ))
     }
 }

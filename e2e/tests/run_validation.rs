@@ -19,7 +19,7 @@ fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
 }
 
 fn run(kubeconfig: &std::path::Path, extra: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+    let out = Command::new(common::cronshard())
         .args(["run", "--kubeconfig", kubeconfig.to_str().expect("utf-8"), "--metrics-addr", "127.0.0.1:0"])
         .args(extra)
         .output()
@@ -64,7 +64,7 @@ fn a_missing_namespace_exits_2_at_once() {
     std::fs::create_dir_all(&dir).expect("dir");
     let kubeconfig = dir.join("sim.kubeconfig");
     let (mut sim, _url) =
-        common::spawn(&["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig.to_str().expect("utf-8")]);
+        common::spawn_sim(&["--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig.to_str().expect("utf-8")]);
     let (code, stderr) = run(&kubeconfig, &["--namespace", "does-not-exist", "--identity", "r1"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("namespace \"does-not-exist\" does not exist"), "{stderr}");
@@ -93,7 +93,7 @@ fn connection_errors_name_the_server() {
     let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     let server = format!("http://127.0.0.1:{port}");
     let kubeconfig = kubeconfig(&dir, &server);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+    let mut child = Command::new(common::cronshard())
         .args(["run", "--kubeconfig", kubeconfig.to_str().expect("utf-8"), "--metrics-addr", "127.0.0.1:0"])
         .args(["--identity", "r1"])
         .stdout(std::process::Stdio::null())

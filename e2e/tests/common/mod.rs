@@ -1,4 +1,5 @@
-//! Helpers for the multi-process tests: spawning cronshard, a tiny HTTP client, SIGTERM.
+//! Helpers for the multi-process tests: spawning `cronshard` and `cronshard-sim`, a tiny
+//! HTTP client, SIGTERM, the chart tools.
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod real;
@@ -16,22 +17,47 @@ impl Drop for Proc {
     }
 }
 
+/// The controller binary. It is another package's, so Cargo does not hand its path to these
+/// tests: it is the `cronshard` beside the test binary's directory, which `cargo test
+/// --workspace` builds (a test run of this package alone needs `cargo build -p cronshard`).
+pub fn cronshard() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe.parent().and_then(std::path::Path::parent).expect("target dir").join("cronshard");
+    assert!(bin.is_file(), "{} is missing: run `cargo test --workspace` or `cargo build -p cronshard`", bin.display());
+    bin
+}
+
+/// The simulator and demo binary (this package's).
+pub fn cronshard_sim() -> std::path::PathBuf {
+    env!("CARGO_BIN_EXE_cronshard-sim").into()
+}
+
+/// `cronshard ARGS`, returning the process and the first line it prints on stdout.
 pub fn spawn(args: &[&str]) -> (Proc, String) {
     spawn_logged(args, None)
 }
 
+/// `cronshard-sim serve ARGS`, returning the process and the URL it prints.
+pub fn spawn_sim(args: &[&str]) -> (Proc, String) {
+    spawn_program(&cronshard_sim(), &[&["serve"][..], args].concat(), None)
+}
+
 /// Like [`spawn`], with the process's log (stderr) appended to `log`.
 pub fn spawn_logged(args: &[&str], log: Option<&std::path::Path>) -> (Proc, String) {
+    spawn_program(&cronshard(), args, log)
+}
+
+fn spawn_program(program: &std::path::Path, args: &[&str], log: Option<&std::path::Path>) -> (Proc, String) {
     let stderr = match log {
         Some(path) => Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(path).expect("log file")),
         None => Stdio::null(),
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+    let mut child = Command::new(program)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
-        .expect("cronshard starts");
+        .unwrap_or_else(|e| panic!("{} does not start: {e}", program.display()));
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
     (Proc(child), line.trim().to_owned())

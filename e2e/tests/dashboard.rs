@@ -1,5 +1,5 @@
 //! The Grafana dashboard's every PromQL query, checked against a real Prometheus (Debian
-//! package) scraping a short real `cronshard demo`: each parses and returns data, and the
+//! package) scraping a short real `cronshard-sim demo`: each parses and returns data, and the
 //! alert rules evaluate against the same data without errors (scripts/check_dashboard.py).
 
 mod common;
@@ -10,8 +10,8 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_a_demo() {
         "python3",
         &[
             "scripts/check_dashboard.py",
-            "--cronshard",
-            env!("CARGO_BIN_EXE_cronshard"),
+            "--cronshard-sim",
+            env!("CARGO_BIN_EXE_cronshard-sim"),
             "--dashboard",
             "charts/cronshard/files/dashboard.json",
             "--rules",

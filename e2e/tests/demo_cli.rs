@@ -1,4 +1,4 @@
-//! `cronshard demo`, the README's first command, at a small size: it prints the kubeconfig
+//! `cronshard-sim demo`, the README's first command, at a small size: it prints the kubeconfig
 //! path and progress, ends with a table, and its report shows every run created once.
 
 use std::process::Command;
@@ -8,7 +8,7 @@ use serde_json::Value;
 #[test]
 fn demo_runs_and_reports() {
     let out = std::env::temp_dir().join(format!("cronshard-demo-test-{}", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_cronshard"))
+    let output = Command::new(env!("CARGO_BIN_EXE_cronshard-sim"))
         .args(["demo", "--cronjobs", "200", "--replicas", "2", "--duration", "40s", "--out"])
         .arg(&out)
         .output()
