@@ -97,7 +97,7 @@ pub fn terminate(p: &mut Proc) -> Option<i32> {
 
 /// The workspace root (charts/, scripts/).
 pub fn workspace() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("workspace root")
 }
 
 /// Runs a tool the chart tests need; a missing tool fails the test with how to get it
