@@ -43,6 +43,14 @@ pub enum LogFormat {
     Json,
 }
 
+/// The global `--log-format` flag every binary of the project takes.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct Logging {
+    /// Log lines on stderr: `text` (colour only on a terminal) or `json` (one object per line).
+    #[arg(long, global = true, env = "CRONSHARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
 /// Logs go to stderr, so that stdout stays for command output (addresses, times, JSON);
 /// `RUST_LOG` filters them (default: info).
 pub fn init_logs(format: LogFormat) {

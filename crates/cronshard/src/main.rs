@@ -8,15 +8,14 @@ mod status_cmd;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use cronshard::cli::{self, LogFormat};
+use cronshard::cli;
 
 /// A sharded, multi-replica Kubernetes CronJob controller.
 #[derive(Debug, Parser)]
 #[command(name = "cronshard", version, about)]
 struct Cli {
-    /// Log lines on stderr: `text` (colour only on a terminal) or `json` (one object per line).
-    #[arg(long, global = true, env = "CRONSHARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    #[command(flatten)]
+    logging: cli::Logging,
     #[command(subcommand)]
     command: Command,
 }
@@ -36,7 +35,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::init_logs(cli.log_format);
+    cli::init_logs(cli.logging.log_format);
     match cli.command {
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
         Command::Run(args) => run_cmd::run(*args),

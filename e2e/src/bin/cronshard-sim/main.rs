@@ -9,15 +9,14 @@ mod serve;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use cronshard::cli::{self, LogFormat};
+use cronshard::cli;
 
 /// The simulated Kubernetes API server of cronshard's tests, benchmarks and demo.
 #[derive(Debug, Parser)]
 #[command(name = "cronshard-sim", version, about)]
 struct Cli {
-    /// Log lines on stderr: `text` (colour only on a terminal) or `json` (one object per line).
-    #[arg(long, global = true, env = "CRONSHARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    #[command(flatten)]
+    logging: cli::Logging,
     #[command(subcommand)]
     command: Command,
 }
@@ -32,7 +31,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::init_logs(cli.log_format);
+    cli::init_logs(cli.logging.log_format);
     match cli.command {
         Command::Serve(args) => serve::run(*args),
         Command::Demo(args) => demo::run(args),
