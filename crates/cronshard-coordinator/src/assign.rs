@@ -159,7 +159,7 @@ mod tests {
         (0..n).map(|i| format!("cronshard-7d9f8c6b5-{i:05}")).collect()
     }
 
-    /// Golden values from an independent Python implementation (README "Assignment"):
+    /// Golden values from an independent Python implementation (scripts/assignment_golden.py):
     /// a change here would re-shard every deployment on upgrade.
     #[test]
     fn golden_scores_and_owners() {
@@ -188,7 +188,7 @@ mod tests {
     /// Adding a member moves its fair share, plus what the tighter bound displaces: the cap
     /// drops from ceil(B/R) to ceil(B/(R+1)), and the newcomer's top-scoring buckets are not
     /// always taken from the members that must shed. Measured over 20 deployments of
-    /// 1..=12 replicas (B = 64): 1.4x the ideal on average, 3.5x at worst (README).
+    /// 1..=12 replicas (B = 64): 1.4x the ideal on average, 3.5x at worst (docs/design.md).
     #[test]
     fn adding_a_member_moves_about_b_over_r_plus_one() {
         let b = 64u32;
@@ -322,8 +322,8 @@ mod tests {
     /// strategy and the replacement inside the join grace, every bucket moves exactly once,
     /// straight to the pod replacing its holder. When the new pod has settled before the old
     /// one leaves, or the old one leaves first, the bound ceil(B/R) forces moves between
-    /// surviving members (everybody is full); those are measured and bounded here, and the
-    /// README reports them.
+    /// surviving members (everybody is full); those are measured and bounded here, and
+    /// docs/design.md reports them.
     #[test]
     fn a_rolling_restart_moves_each_bucket_at_most_twice() {
         let mut report = Vec::new();

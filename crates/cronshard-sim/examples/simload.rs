@@ -1,4 +1,4 @@
-//! Seed files and throughput measurement for `cronshard-sim serve` (the README's figures).
+//! Seed files and throughput measurement for `cronshard-sim serve` (the figures in docs/simulator.md).
 //!
 //! `cargo run --release -p cronshard-sim --example simload -- seed --cronjobs N --jobs-per-cronjob J > seed.jsonl`
 //! `cargo run --release -p cronshard-sim --example simload -- measure --kubeconfig F --creates N --concurrency C`

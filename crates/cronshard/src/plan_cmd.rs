@@ -27,8 +27,8 @@ const MIN_REPLICAS: u64 = 2;
 /// Recommended `--qps` values are multiples of this.
 const QPS_STEP: u64 = 50;
 const MIB: u64 = 1024 * 1024;
-/// Resident memory per CronJob a replica holds (with its Jobs). README "Results", scale
-/// scenario (2026-11-30, 100,000 CronJobs of the incident's mix): one replica peaked at
+/// Resident memory per CronJob a replica holds (with its Jobs), from the `scale` benchmark
+/// (docs/benchmarks.md; 100,000 CronJobs of the incident's mix): one replica peaked at
 /// 931 MB, each of four (about 25,000 CronJobs) at 250 MB; e2e/results/scale/report.json has
 /// 930.58 and at most 249.72 (VmHWM / 1024, so MiB): (930.58 − 249.72) MiB / 75,000 ≈ 9.3 KiB.
 const MEMORY_PER_CRONJOB_BYTES: u64 = 9_519;
