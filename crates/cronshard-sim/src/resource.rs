@@ -163,6 +163,10 @@ impl Resource {
                     spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
                     spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
                 }
+                // A new object's status starts empty, not absent (the create dropped any given).
+                if let Some(o) = object.as_object_mut() {
+                    o.entry("status").or_insert(json!({}));
+                }
             }
             Resource::Jobs => {
                 let generated_selector = object.pointer("/spec/manualSelector") != Some(&json!(true));
@@ -191,7 +195,13 @@ impl Resource {
                     o.entry("status").or_insert(json!({"phase": "Active"}));
                 }
             }
-            Resource::Leases | Resource::Events | Resource::CoreEvents => {}
+            // Conversion through the core Event gives every events.k8s.io Event a source.
+            Resource::Events => {
+                if let Some(o) = object.as_object_mut() {
+                    o.entry("deprecatedSource").or_insert(json!({}));
+                }
+            }
+            Resource::Leases | Resource::CoreEvents => {}
         }
     }
 
@@ -209,6 +219,9 @@ impl Resource {
                 causes.push(Cause::invalid("metadata.name", name, "must be no more than 52 characters"));
             }
             validate_cronjob_spec(object, creating, &mut causes);
+        }
+        if self == Resource::Events && creating {
+            validate_new_event(object, &mut causes);
         }
         if causes.is_empty() {
             return Ok(());
@@ -271,6 +284,70 @@ fn validate_cronjob_spec(object: &Value, creating: bool, causes: &mut Vec<Cause>
             ),
         }),
     }
+}
+
+/// An events.k8s.io/v1 Event on create, as kube-apiserver validates it (its legacy rules for
+/// an Event with eventTime, then the strict ones of the new API). Fields carry the internal
+/// type's names (`involvedObject`, `message`), as the real server reports them.
+fn validate_new_event(object: &Value, causes: &mut Vec<Cause>) {
+    let text = |path: &str| object.pointer(path).and_then(Value::as_str).unwrap_or("");
+    let namespace = text("/metadata/namespace");
+    if text("/regarding/namespace").is_empty() && !matches!(namespace, "default" | "kube-system") {
+        causes.push(Cause::invalid("involvedObject.namespace", "", "does not match event.namespace"));
+    }
+    let controller = text("/reportingController");
+    if controller.is_empty() {
+        causes.push(Cause::required("reportingController"));
+    }
+    if let Some(problem) = qualified_name_problem(controller) {
+        causes.push(Cause::invalid("reportingController", controller, &problem));
+    }
+    for (field, limit) in [("reportingInstance", 128), ("action", 128), ("reason", 128)] {
+        let value = text(&format!("/{field}"));
+        if value.is_empty() {
+            causes.push(Cause::required(field));
+        } else if value.len() > limit {
+            causes.push(Cause::invalid(field, "", &format!("can have at most {limit} characters")));
+        }
+    }
+    if text("/note").len() > 1024 {
+        causes.push(Cause::invalid("message", "", "can have at most 1024 characters"));
+    }
+    if object.get("eventTime").is_none_or(Value::is_null) {
+        causes.push(Cause::required("eventTime"));
+    }
+    let kind = text("/type");
+    if kind != "Normal" && kind != "Warning" {
+        causes.push(Cause::invalid("type", "", &format!("has invalid value: {kind}")));
+    }
+    for (field, json_field) in
+        [("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp")]
+    {
+        if object.get(json_field).is_some_and(|v| !v.is_null()) {
+            causes.push(Cause::invalid(field, "", "needs to be unset"));
+        }
+    }
+    if object.get("deprecatedCount").and_then(Value::as_i64).is_some_and(|c| c != 0) {
+        causes.push(Cause::invalid("count", "", "needs to be unset"));
+    }
+}
+
+/// apimachinery's qualified name (`[prefix/]name`, the name at most 63 characters of
+/// alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric), with its message.
+fn qualified_name_problem(value: &str) -> Option<String> {
+    let name = value
+        .rsplit_once('/')
+        .map_or(value, |(prefix, name)| if dns_subdomain_problem(prefix, false).is_some() { "" } else { name });
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let inner = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if name.is_empty() || name.len() > 63 || !inner || !edge(name.chars().next()) || !edge(name.chars().last()) {
+        return Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end \
+             with an alphanumeric character"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// serde_ignored's `spec.?.containers.0.?.foo` as the apiserver writes it:

@@ -1,0 +1,324 @@
+//! Simulator fidelity, measured: one scripted sequence of requests goes to `cronshard-sim`
+//! and to a real kube-apiserver (`scripts/kube-testbed`), and the answers are compared: the
+//! status code, the Status `reason`, the `details.causes` (field and reason), and the body
+//! with uid, resourceVersion, timestamps and managedFields masked. Code, reason and causes
+//! must be identical at every step; body differences the simulator has on purpose are listed
+//! in `KNOWN` with why (and in docs/simulator.md); any other difference fails the test, as
+//! does a known one that is gone.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use common::real::{Options, Testbed};
+use http::{Method, Request};
+use serde_json::{Value, json};
+
+/// One request of the script: a name, a method, a path (`{ns}` is the test's namespace), a
+/// body and its content type.
+struct Step {
+    name: &'static str,
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    content_type: &'static str,
+}
+
+fn step(name: &'static str, method: Method, path: &str, body: Option<Value>) -> Step {
+    Step { name, method, path: path.to_owned(), body, content_type: "application/json" }
+}
+
+fn cronjob(name: &str, schedule: &str, extra: Value) -> Value {
+    let mut cj = json!({"apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": name, "labels": {"team": "a"}},
+        "spec": {"schedule": schedule, "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+    if let (Some(spec), Some(extra)) = (cj["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    cj
+}
+
+fn lease(holder: &str) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cronshard-bucket-7", "labels": {"cronshard.io/role": "bucket"}},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "leaseTransitions": 0,
+            "acquireTime": "2026-01-01T00:00:00.000000Z", "renewTime": "2026-01-01T00:00:00.000000Z"}})
+}
+
+fn script() -> Vec<Step> {
+    let cronjobs = "/apis/batch/v1/namespaces/{ns}/cronjobs";
+    let one = "/apis/batch/v1/namespaces/{ns}/cronjobs/nightly";
+    let mut steps = vec![
+        step("create", Method::POST, cronjobs, Some(cronjob("nightly", "0 3 * * *", json!({})))),
+        step("create a second", Method::POST, cronjobs, Some(cronjob("hourly", "0 * * * *", json!({})))),
+        step("create again: AlreadyExists", Method::POST, cronjobs, Some(cronjob("nightly", "0 3 * * *", json!({})))),
+        step("get", Method::GET, one, None),
+        step("get a missing one: NotFound", Method::GET, "/apis/batch/v1/namespaces/{ns}/cronjobs/nope", None),
+        step("invalid schedule", Method::POST, cronjobs, Some(cronjob("bad-schedule", "61 * * * *", json!({})))),
+        step(
+            "unknown time zone",
+            Method::POST,
+            cronjobs,
+            Some(cronjob("bad-zone", "0 3 * * *", json!({"timeZone": "Mars/Olympus"}))),
+        ),
+        step("TZ= in the schedule", Method::POST, cronjobs, Some(cronjob("tz-prefix", "TZ=UTC 0 3 * * *", json!({})))),
+        step("a 53-character name", Method::POST, cronjobs, Some(cronjob(&"n".repeat(53), "0 3 * * *", json!({})))),
+        step("list with limit 1", Method::GET, &format!("{cronjobs}?limit=1"), None),
+        step("list by label", Method::GET, &format!("{cronjobs}?labelSelector=team%3Da"), None),
+        step("list by field", Method::GET, &format!("{cronjobs}?fieldSelector=metadata.name%3Dhourly"), None),
+        step(
+            "update with a stale resourceVersion: Conflict",
+            Method::PUT,
+            one,
+            Some({
+                let mut cj = cronjob("nightly", "0 4 * * *", json!({}));
+                cj["metadata"]["resourceVersion"] = json!("1");
+                cj
+            }),
+        ),
+        step(
+            "merge patch",
+            Method::PATCH,
+            one,
+            Some(json!({"metadata": {"labels": {"patched": "yes"}}, "spec": {"suspend": true}})),
+        ),
+        Step {
+            content_type: "application/json-patch+json",
+            ..step(
+                "JSON patch",
+                Method::PATCH,
+                one,
+                Some(json!([{"op": "replace", "path": "/spec/schedule", "value": "0 5 * * *"}])),
+            )
+        },
+        Step {
+            content_type: "application/merge-patch+json",
+            ..step(
+                "status patch ignores spec",
+                Method::PATCH,
+                &format!("{one}/status"),
+                Some(json!({"spec": {"schedule": "0 6 * * *"},
+                    "status": {"lastScheduleTime": "2026-01-01T03:00:00Z"}})),
+            )
+        },
+        step(
+            "strict field validation: unknown field",
+            Method::POST,
+            &format!("{cronjobs}?fieldValidation=Strict"),
+            Some(cronjob("strict", "0 3 * * *", json!({"bogus": 1}))),
+        ),
+        step(
+            "delete, background",
+            Method::DELETE,
+            "/apis/batch/v1/namespaces/{ns}/cronjobs/hourly",
+            Some(json!({
+            "kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})),
+        ),
+        step("delete a missing one: NotFound", Method::DELETE, "/apis/batch/v1/namespaces/{ns}/cronjobs/nope", None),
+        step("create a Lease", Method::POST, "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", Some(lease("1"))),
+        step(
+            "claim a Lease with a stale resourceVersion: Conflict",
+            Method::PUT,
+            "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/cronshard-bucket-7",
+            Some({
+                let mut l = lease("2");
+                l["metadata"]["resourceVersion"] = json!("1");
+                l
+            }),
+        ),
+        step(
+            "an Event",
+            Method::POST,
+            "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+            Some(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": "nightly.1"}, "eventTime": "2026-01-01T03:00:00.000000Z",
+                "reportingController": "cronshard", "reportingInstance": "replica-a", "action": "Create",
+                "reason": "SuccessfulCreate", "note": "Created job nightly-29400180", "type": "Normal",
+                "regarding": {"apiVersion": "batch/v1", "kind": "CronJob", "namespace": "{ns}", "name": "nightly"}})),
+        ),
+        step(
+            "an Event without its reporting controller: Invalid",
+            Method::POST,
+            "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+            Some(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "nightly.2"},
+                "eventTime": "2026-01-01T03:00:00.000000Z", "reason": "SuccessfulCreate", "type": "Normal",
+                "regarding": {"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly"}})),
+        ),
+    ];
+    for step in &mut steps {
+        if step.method == Method::PATCH && step.content_type == "application/json" {
+            step.content_type = "application/merge-patch+json";
+        }
+    }
+    steps
+}
+
+/// Body differences the simulator has on purpose: a path in the body (a list item's path
+/// without its `/items/N` prefix), and why. Codes, reasons and causes have no exceptions.
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "/spec/jobTemplate/spec/template/spec/",
+        "the simulator does not apply the pod template's defaults (dnsPolicy, schedulerName, \
+         securityContext, terminationGracePeriodSeconds, a container's imagePullPolicy, \
+         resources, terminationMessagePath and -Policy); cronshard copies the template as stored",
+    ),
+    ("/spec/jobTemplate/metadata", "nor does it add an empty template metadata"),
+    ("/spec/jobTemplate/spec/template/metadata", "nor an empty pod template metadata"),
+    ("/apiVersion", "the simulator's list items carry apiVersion and kind; kube-apiserver's do not"),
+    ("/kind", "as above"),
+    ("/metadata/remainingItemCount", "the simulator does not count the items after a limited page"),
+];
+
+/// What is compared of one answer.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    code: u16,
+    /// The Status reason and its causes (field, reason), for an error.
+    reason: Option<String>,
+    causes: BTreeSet<(String, String)>,
+    /// The body, masked.
+    body: Value,
+}
+
+const MASKED: &[&str] = &["uid", "resourceVersion", "creationTimestamp", "continue", "selfLink"];
+
+fn mask(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("managedFields");
+            for (key, v) in map.iter_mut() {
+                if MASKED.contains(&key.as_str()) && !v.is_null() {
+                    *v = json!("*");
+                } else {
+                    mask(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+async fn send(client: &kube::Client, ns: &str, s: &Step) -> Answer {
+    let body = s.body.as_ref().map(|b| serde_json::to_vec(b).expect("json")).unwrap_or_default();
+    let request = Request::builder()
+        .method(s.method.clone())
+        .uri(s.path.replace("{ns}", ns))
+        .header("content-type", s.content_type)
+        .header("accept", "application/json")
+        .body(body)
+        .expect("request");
+    let response = client.send(request.map(kube::client::Body::from)).await.expect("a response");
+    let code = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
+    let mut body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let (reason, causes) = if body["kind"] == "Status" && code >= 400 {
+        let causes = body["details"]["causes"].as_array().into_iter().flatten();
+        let causes = causes
+            .map(|c| (c["field"].as_str().unwrap_or("").to_owned(), c["reason"].as_str().unwrap_or("").to_owned()))
+            .collect();
+        (body["reason"].as_str().map(str::to_owned), causes)
+    } else {
+        (None, BTreeSet::new())
+    };
+    // Messages are worded by each server; the code, reason and causes carry the meaning.
+    if body["kind"] == "Status" {
+        body = json!({"kind": "Status", "code": body["code"], "reason": body["reason"]});
+    }
+    mask(&mut body);
+    Answer { code, reason, causes, body }
+}
+
+/// Paths (`/a/b/0`) where two JSON values differ, with both values.
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                differences(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}/{k}"),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, &format!("{path}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push((path.to_owned(), format!("sim {a} vs kube {b}"))),
+        _ => {}
+    }
+}
+
+async fn serve_sim() -> kube::Client {
+    let state = cronshard_sim::SimState::new(cronshard_sim::Config { runner: None, ..Default::default() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = cronshard_sim::app(state);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    kube::Client::try_from(kube::Config::new(url.parse().expect("url"))).expect("client")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_answers_like_kube_apiserver() {
+    let testbed = tokio::task::spawn_blocking(|| Testbed::shared(&Options::default())).await.expect("testbed");
+    let kube = testbed.client().await;
+    let ns = testbed.namespace("fidelity").await;
+    let sim = serve_sim().await;
+    let sim_ns = {
+        let ns_body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let create = step("namespace", Method::POST, "/api/v1/namespaces", Some(ns_body));
+        assert_eq!(send(&sim, "", &create).await.code, 201);
+        ns.clone()
+    };
+
+    let mut unexplained = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut identical = 0;
+    let steps = script();
+    for s in &steps {
+        let from_sim = send(&sim, &sim_ns, s).await;
+        let from_kube = send(&kube, &ns, s).await;
+        assert_eq!(
+            (from_sim.code, &from_sim.reason, &from_sim.causes),
+            (from_kube.code, &from_kube.reason, &from_kube.causes),
+            "{}: code, reason and causes (sim, then kube)",
+            s.name
+        );
+        let mut diffs = Vec::new();
+        differences(&from_sim.body, &from_kube.body, "", &mut diffs);
+        identical += usize::from(diffs.is_empty());
+        for (path, detail) in diffs {
+            let path = item_path(&path);
+            match KNOWN.iter().position(|(prefix, _)| path.starts_with(prefix)) {
+                Some(i) => {
+                    seen.insert(i);
+                }
+                None => unexplained.push(format!("{}: {path}: {detail}", s.name)),
+            }
+        }
+    }
+    let gone: Vec<&str> =
+        KNOWN.iter().enumerate().filter(|(i, _)| !seen.contains(i)).map(|(_, (path, _))| *path).collect();
+    assert!(unexplained.is_empty(), "differences not in KNOWN: {unexplained:#?}");
+    assert!(gone.is_empty(), "KNOWN differences no longer seen (the simulator was fixed: remove them): {gone:?}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{} steps: code, reason and causes identical in all; bodies identical in {identical}, \
+         the others only by KNOWN paths",
+        steps.len()
+    );
+}
+
+/// A list item's path without its `/items/N` prefix.
+fn item_path(path: &str) -> String {
+    match path.strip_prefix("/items/") {
+        Some(rest) => rest.find('/').map_or_else(String::new, |i| rest[i..].to_owned()),
+        None => path.to_owned(),
+    }
+}
