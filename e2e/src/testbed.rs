@@ -151,12 +151,15 @@ impl Drop for Testbed {
     }
 }
 
-/// A client from a kubeconfig file, the way `cronshard run --kubeconfig` builds one.
-pub async fn client_from(path: &Path) -> kube::Client {
+/// The client configuration of a kubeconfig file, the way `cronshard run --kubeconfig` reads it.
+pub async fn config_from(path: &Path) -> kube::Config {
     let kubeconfig = Kubeconfig::read_from(path).expect("kubeconfig");
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("client config");
-    kube::Client::try_from(config).expect("client")
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("client config")
+}
+
+/// A client from a kubeconfig file.
+pub async fn client_from(path: &Path) -> kube::Client {
+    kube::Client::try_from(config_from(path).await).expect("client")
 }
 
 fn rand_suffix() -> String {
@@ -203,7 +206,8 @@ impl Drop for JobCompleter {
     }
 }
 
-fn finished(job: &Job) -> bool {
+/// Whether a Job has finished (Complete or Failed).
+pub fn finished(job: &Job) -> bool {
     job.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

@@ -11,8 +11,8 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use common::real::{
-    Options, Partition, Testbed, create_cronjob, create_owned_job, cronjob, kubeconfig_via, metric_sum, replica,
-    server_port, wait_until,
+    Options, Partition, Testbed, config_from, create_cronjob, create_owned_job, cronjob, kubeconfig_via, metric_sum,
+    replica, server_port, wait_until,
 };
 use common::{http, terminate};
 use cronshard_worker::limiter::Limiter;
@@ -78,12 +78,7 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
 
     // The labelling pass at one request a second: each continue token is five patches old,
     // long compacted, so every page after the first gets 410 and the pass starts over.
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(testbed.admin_kubeconfig()).expect("kubeconfig"),
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .expect("config");
+    let config = config_from(&testbed.admin_kubeconfig()).await;
     let settings = Settings { identity: "real-labeller".into(), buckets: NonZeroU32::MIN, selector: None };
     let ctx =
         Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");

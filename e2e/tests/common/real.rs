@@ -9,7 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-pub use cronshard_e2e::testbed::{JobCompleter, Options, Testbed};
+pub use cronshard_e2e::testbed::{JobCompleter, Options, Testbed, config_from, finished};
 
 /// Polls `check` every 250 ms until it returns `Some`, or panics after `timeout` naming `what`.
 pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
@@ -89,14 +89,6 @@ pub fn names(jobs: &[Job]) -> Vec<String> {
     let mut names: Vec<String> = jobs.iter().filter_map(|j| j.metadata.name.clone()).collect();
     names.sort();
     names
-}
-
-/// Whether a Job has finished (Complete or Failed).
-pub fn finished(job: &Job) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True"))
 }
 
 /// `cronshard run` against the testbed, logging to `log`; returns the process and its metrics URL.
