@@ -1,6 +1,7 @@
 //! History cleanup: the oldest finished Jobs beyond the CronJob's history limits go.
 
-use super::{ChildJob, Finished, Jobs, Sync, delete_job};
+use super::rules::{Sync, delete_job};
+use super::{ChildJob, Finished, Jobs};
 
 /// Deletes the oldest finished Jobs beyond the history limits: by `status.startTime`, unset
 /// last, ties by name. FIX: a Job for a run that `lastScheduleTime` does not record yet is

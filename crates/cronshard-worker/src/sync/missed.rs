@@ -2,7 +2,8 @@
 
 use cronshard_types::{CronJobSchedule, Timestamp};
 
-use super::{EventType, Sync, rfc1123z};
+use super::EventType;
+use super::rules::{Sync, rfc1123z};
 
 /// Why a scheduled run did not start (the `reason` of `cronshard_missed_runs_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
