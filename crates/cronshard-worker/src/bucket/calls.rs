@@ -8,12 +8,13 @@ use kube::api::{Api, PostParams};
 use tracing::Instrument;
 
 use super::SYNC_TIMEOUT;
+use super::index::Due;
 use crate::context::Context;
 use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
-use crate::sync::{ChildJob, CronJobState, EventType, Outcome, sync};
+use crate::sync::{EventType, Outcome, sync};
 
 /// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
 /// Warning Event on it, so its owner learns why it does not run.
@@ -51,17 +52,10 @@ pub(super) enum WriteResult {
 pub(super) type StatusWrite = Result<WriteResult, String>;
 
 /// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
-pub(super) async fn sync_with_timeout(
-    ctx: &Arc<Context>,
-    bucket: u32,
-    epoch: i32,
-    k: &str,
-    cj: &CronJob,
-    state: &CronJobState,
-    children: &[ChildJob],
-) -> Outcome {
-    let mut io = KubeJobs::new(ctx, cj, bucket, epoch);
-    let span = tracing::info_span!("reconcile", cronjob = %k, bucket);
+pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
+    let (state, children) = (&due.state, due.children.as_slice());
+    let mut io = KubeJobs::new(ctx, &due.cronjob, bucket, epoch);
+    let span = tracing::info_span!("reconcile", cronjob = %due.key, bucket);
     let now = ctx.clock.now();
     match tokio::time::timeout(SYNC_TIMEOUT, sync(state, children, now, &mut io).instrument(span)).await {
         Ok(outcome) => outcome,

@@ -1,7 +1,9 @@
 //! Unlabellable CronJobs of this bucket (see [`crate::leftovers`]): read one by one, never
 //! written to, and synced like the labelled ones.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::batch::v1::CronJob;
 use kube::api::Api;
@@ -24,7 +26,7 @@ impl Worker {
         for k in gone {
             self.leftovers.remove(&k);
             // Labelled since: the bucket's own watch has it now.
-            if self.cronjobs.get(&k).is_some_and(|cj| !labelled(cj)) {
+            if self.index.cronjob(&k).is_some_and(|cj| !labelled(cj)) {
                 self.forget_cronjob(&k);
             }
         }

@@ -1,0 +1,177 @@
+//! The bucket's cache: its CronJobs by key and by uid, its Jobs by uid and by controlling
+//! CronJob, and the runs already reported per CronJob. Fed by the watches, read by syncs.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use cronshard_types::Timestamp;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+
+use crate::convert::{child_job, controller_uid, cronjob_state, key};
+use crate::sync::{ChildJob, CronJobState};
+
+/// One CronJob due for a sync, with everything the sync reads.
+pub(super) struct Due {
+    pub(super) key: String,
+    pub(super) cronjob: Arc<CronJob>,
+    pub(super) state: CronJobState,
+    pub(super) children: Vec<ChildJob>,
+}
+
+#[derive(Default)]
+pub(super) struct Index {
+    cronjobs: HashMap<String, Arc<CronJob>>,
+    uid_to_key: HashMap<String, String>,
+    jobs: HashMap<String, Arc<Job>>,
+    /// CronJob uid -> uids of the Jobs it controls.
+    owned: HashMap<String, HashSet<String>>,
+    /// Per CronJob, the runs already reported as missed or skipped (see `sync`).
+    reported: HashMap<String, Timestamp>,
+}
+
+impl Index {
+    /// Adds or replaces a CronJob; returns its key.
+    pub(super) fn apply_cronjob(&mut self, cj: Arc<CronJob>) -> String {
+        let k = key(&cj.metadata);
+        if let Some(uid) = &cj.metadata.uid {
+            self.uid_to_key.insert(uid.clone(), k.clone());
+        }
+        self.cronjobs.insert(k.clone(), cj);
+        k
+    }
+
+    /// Forgets a CronJob (deleted, or out of this bucket).
+    pub(super) fn delete_cronjob(&mut self, k: &str) {
+        if let Some(uid) = self.cronjobs.remove(k).and_then(|cj| cj.metadata.uid.clone()) {
+            self.uid_to_key.remove(&uid);
+        }
+        self.reported.remove(k);
+    }
+
+    /// Replaces every CronJob with a fresh list; returns their keys. What was reported for
+    /// a CronJob that is still there is kept, so a relist never reports a miss twice.
+    pub(super) fn reset_cronjobs(&mut self, fresh: impl IntoIterator<Item = Arc<CronJob>>) -> Vec<String> {
+        self.cronjobs.clear();
+        self.uid_to_key.clear();
+        let keys: Vec<String> = fresh.into_iter().map(|cj| self.apply_cronjob(cj)).collect();
+        self.reported.retain(|k, _| self.cronjobs.contains_key(k));
+        keys
+    }
+
+    /// Adds or replaces a Job; returns the key of the CronJob that controls it, if cached.
+    pub(super) fn apply_job(&mut self, job: Arc<Job>) -> Option<String> {
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let owner = controller_uid(&job.metadata);
+        self.jobs.insert(uid.clone(), job);
+        let owner = owner?;
+        self.owned.entry(owner.clone()).or_default().insert(uid);
+        self.uid_to_key.get(&owner).cloned()
+    }
+
+    /// Forgets a Job; returns the key of the CronJob that controlled it, if cached.
+    pub(super) fn delete_job(&mut self, job: &Job) -> Option<String> {
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        self.jobs.remove(&uid);
+        let owner = controller_uid(&job.metadata)?;
+        if let Some(set) = self.owned.get_mut(&owner) {
+            set.remove(&uid);
+            if set.is_empty() {
+                self.owned.remove(&owner);
+            }
+        }
+        self.uid_to_key.get(&owner).cloned()
+    }
+
+    /// Replaces every Job with a fresh list.
+    pub(super) fn reset_jobs(&mut self, fresh: impl IntoIterator<Item = Arc<Job>>) {
+        self.jobs.clear();
+        self.owned.clear();
+        for job in fresh {
+            self.apply_job(job);
+        }
+    }
+
+    /// Takes a fresher copy than the watch has delivered (a status write's answer), unless
+    /// the watch is ahead.
+    pub(super) fn apply_fresh(&mut self, fresh: CronJob) {
+        let version = |cj: &CronJob| cj.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
+        let current = self.cronjobs.get(&key(&fresh.metadata)).and_then(|c| version(c));
+        if current.is_none_or(|c| version(&fresh).is_some_and(|f| f >= c)) {
+            self.apply_cronjob(Arc::new(fresh));
+        }
+    }
+
+    pub(super) fn set_reported(&mut self, k: &str, through: Timestamp) {
+        if self.cronjobs.contains_key(k) {
+            self.reported.insert(k.to_owned(), through);
+        }
+    }
+
+    pub(super) fn cronjob(&self, k: &str) -> Option<&Arc<CronJob>> {
+        self.cronjobs.get(k)
+    }
+
+    pub(super) fn cronjob_keys(&self) -> Vec<String> {
+        self.cronjobs.keys().cloned().collect()
+    }
+
+    /// (CronJobs, Jobs) cached.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        (self.cronjobs.len(), self.jobs.len())
+    }
+
+    /// What a sync of `k` reads; `None` if it is gone or lacks name, uid or creation time.
+    pub(super) fn due(&self, k: &str) -> Option<Due> {
+        let cronjob = self.cronjobs.get(k).cloned()?;
+        let mut state = cronjob_state(&cronjob)?;
+        state.reported_through = self.reported.get(k).copied();
+        let children = self
+            .owned
+            .get(&state.uid)
+            .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).map(|j| child_job(j)).collect())
+            .unwrap_or_default();
+        Some(Due { key: k.to_owned(), cronjob, state, children })
+    }
+}
+
+/// Where a watch's initial list stands; items of a list in progress are buffered, so the
+/// cache is replaced at once when it completes.
+pub(super) enum Listing<T> {
+    /// No list has begun.
+    Unlisted,
+    /// The first list is arriving.
+    First(Vec<T>),
+    /// A list has completed; the cache follows the watch.
+    Listed,
+    /// A list has completed before, and a new one (after a 410 or a restart) is arriving.
+    Relisting(Vec<T>),
+}
+
+impl<T> Listing<T> {
+    pub(super) fn begin(&mut self) {
+        *self = if self.listed() { Listing::Relisting(Vec::new()) } else { Listing::First(Vec::new()) };
+    }
+
+    pub(super) fn add(&mut self, item: T) {
+        if let Listing::First(buffer) | Listing::Relisting(buffer) = self {
+            buffer.push(item);
+        }
+    }
+
+    /// The completed list; from now on the cache is [`Listing::Listed`].
+    pub(super) fn done(&mut self) -> Vec<T> {
+        match std::mem::replace(self, Listing::Listed) {
+            Listing::First(items) | Listing::Relisting(items) => items,
+            Listing::Unlisted | Listing::Listed => Vec::new(),
+        }
+    }
+
+    /// Whether the cache holds a complete list (perhaps while a newer one arrives).
+    pub(super) fn listed(&self) -> bool {
+        matches!(self, Listing::Listed | Listing::Relisting(_))
+    }
+}
+
+#[cfg(test)]
+#[path = "index_tests.rs"]
+mod tests;

@@ -1,0 +1,151 @@
+//! The bucket's timer queue: when each CronJob syncs next, and its backoff after failures.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::time::Duration;
+
+use cronshard_types::Timestamp;
+
+/// Longest backoff after repeated transient failures of one CronJob.
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+#[derive(Default)]
+pub(super) struct Timers {
+    /// Earliest first; an entry whose time no longer matches `scheduled` is stale.
+    heap: BinaryHeap<Reverse<(Timestamp, String)>>,
+    scheduled: HashMap<String, Timestamp>,
+    /// Consecutive failed syncs per CronJob.
+    failures: HashMap<String, u32>,
+}
+
+impl Timers {
+    /// Syncs `key` at `at`, unless it is already due earlier.
+    pub(super) fn schedule(&mut self, key: &str, at: Timestamp) {
+        if self.scheduled.get(key).is_some_and(|t| *t <= at) {
+            return;
+        }
+        self.scheduled.insert(key.to_owned(), at);
+        self.heap.push(Reverse((at, key.to_owned())));
+    }
+
+    /// Drops `key`'s timer and backoff (it left the bucket).
+    pub(super) fn forget(&mut self, key: &str) {
+        self.scheduled.remove(key);
+        self.failures.remove(key);
+    }
+
+    /// When the earliest timer fires.
+    pub(super) fn next_at(&self) -> Option<Timestamp> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// The keys due at `now`, earliest first; each leaves the queue.
+    pub(super) fn pop_due(&mut self, now: Timestamp) -> Vec<String> {
+        let mut due = Vec::new();
+        while self.heap.peek().is_some_and(|Reverse((at, _))| *at <= now) {
+            let Some(Reverse((at, key))) = self.heap.pop() else { break };
+            // A stale entry: the key was rescheduled or forgotten since.
+            if self.scheduled.get(&key) == Some(&at) {
+                self.scheduled.remove(&key);
+                due.push(key);
+            }
+        }
+        due
+    }
+
+    /// CronJobs with a timer set.
+    pub(super) fn len(&self) -> usize {
+        self.scheduled.len()
+    }
+
+    /// A successful sync: the backoff resets; `next` is the sync it asked for.
+    pub(super) fn succeeded(&mut self, key: &str, next: Option<Timestamp>) {
+        self.failures.remove(key);
+        if let Some(at) = next {
+            self.schedule(key, at);
+        }
+    }
+
+    /// A failed sync: retried after 2, 4, 8 … s (at most [`MAX_BACKOFF`]), but never later
+    /// than `next`, the sync it asked for, so backoff never skips a run. Returns the delay.
+    pub(super) fn failed(&mut self, key: &str, now: Timestamp, next: Option<Timestamp>) -> Duration {
+        let n = self.failures.entry(key.to_owned()).or_insert(0);
+        *n += 1;
+        let delay = Duration::from_secs(1u64 << (*n).min(9)).min(MAX_BACKOFF);
+        let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
+        self.schedule(key, next.map_or(at, |next| next.min(at)));
+        delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(second: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + second).expect("in range")
+    }
+
+    #[test]
+    fn due_keys_come_out_earliest_first_and_only_when_due() {
+        let mut timers = Timers::default();
+        timers.schedule("b", t(20));
+        timers.schedule("a", t(10));
+        timers.schedule("c", t(30));
+        assert_eq!(timers.next_at(), Some(t(10)));
+        assert!(timers.pop_due(t(9)).is_empty());
+        assert_eq!(timers.pop_due(t(20)), ["a", "b"]);
+        assert_eq!(timers.len(), 1);
+        assert_eq!(timers.pop_due(t(100)), ["c"]);
+        assert!(timers.pop_due(t(1000)).is_empty());
+    }
+
+    #[test]
+    fn an_earlier_time_wins_and_a_later_one_is_ignored() {
+        let mut timers = Timers::default();
+        timers.schedule("a", t(30));
+        timers.schedule("a", t(10));
+        timers.schedule("a", t(20));
+        // Once, at the earliest time: the entry for 30 s is stale.
+        assert_eq!(timers.pop_due(t(10)), ["a"]);
+        assert!(timers.pop_due(t(40)).is_empty());
+    }
+
+    #[test]
+    fn a_forgotten_key_never_fires() {
+        let mut timers = Timers::default();
+        timers.schedule("a", t(10));
+        timers.forget("a");
+        assert!(timers.pop_due(t(10)).is_empty());
+        assert_eq!(timers.len(), 0);
+    }
+
+    #[test]
+    fn failures_back_off_exponentially_up_to_the_cap() {
+        let mut timers = Timers::default();
+        let delays: Vec<u64> = (0..11)
+            .map(|_| {
+                let delay = timers.failed("a", t(0), None);
+                timers.pop_due(t(10_000));
+                delay.as_secs()
+            })
+            .collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+    }
+
+    #[test]
+    fn backoff_never_skips_the_next_run_and_success_resets_it() {
+        let mut timers = Timers::default();
+        for _ in 0..5 {
+            timers.failed("a", t(0), None);
+            timers.pop_due(t(10_000));
+        }
+        // The sixth delay would be 64 s; the next run at 5 s comes first.
+        timers.failed("a", t(0), Some(t(5)));
+        assert_eq!(timers.next_at(), Some(t(5)));
+        assert_eq!(timers.pop_due(t(5)), ["a"]);
+        timers.succeeded("a", Some(t(60)));
+        assert_eq!(timers.pop_due(t(60)), ["a"]);
+        assert_eq!(timers.failed("a", t(60), None), Duration::from_secs(2));
+    }
+}
