@@ -3,7 +3,9 @@
 //! which buckets this replica should own. Plain data with apply/delete/reset; time is passed in.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::assign::{Assignment, Holding, Member, member_set_hash};
 use crate::lease::{CONFIG_NAME, LeaseInfo, Role};

@@ -1,73 +1,30 @@
 //! Bucket Leases: claiming with a resourceVersion precondition, two-phase release, fencing,
 //! and the graceful exit.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{DeleteParams, PostParams};
-use rand::RngExt;
+use tokio::time::Instant;
 
-use super::{Buckets, Coordinator, Held, SHUTDOWN_WAIT};
+use super::decide::{Held, Standing};
+use super::{Buckets, Coordinator, SHUTDOWN_WAIT};
 use crate::lease::{LeaseInfo, bucket_lease, bucket_name, claim, member_name};
-use crate::membership::BucketState;
 
 impl<B: Buckets> Coordinator<B> {
-    /// Releases what the assignment no longer gives this replica and claims what it does.
-    pub(super) async fn rebalance(&mut self, view: &crate::View, now: Instant) {
-        let surplus: Vec<u32> = self.held.keys().filter(|b| !view.mine.contains(b)).copied().collect();
-        for b in surplus {
-            self.release(b);
-        }
-        for b in view.mine.iter().copied() {
-            if self.held.contains_key(&b) || self.releasing.contains(&b) {
-                continue;
-            }
-            // Many claims in a row (start-up, a takeover under load) must not starve renewals.
-            if Instant::now() >= self.next_renew {
-                self.renew().await;
-            }
-            // Stalled between claims: the view is stale; the next step fences.
-            if self.lapsed(Instant::now()) {
-                return;
-            }
-            match self.index.bucket_state(b, now) {
-                BucketState::Held(_) => {
-                    self.claim_at.remove(&b);
-                }
-                // A Lease naming this identity but not held by this process: an earlier
-                // incarnation's (restart, or before fencing). Nobody else acts on it; re-claim
-                // at once, as a new claimant.
-                BucketState::Mine => self.claim(b).await,
-                BucketState::Absent | BucketState::Free | BucketState::HolderDead(_) => {
-                    let jitter = self.settings.timing.claim_jitter;
-                    let at = *self.claim_at.entry(b).or_insert_with(|| {
-                        let wait =
-                            if jitter.is_zero() { 0 } else { rand::rng().random_range(0..jitter.as_millis() as u64) };
-                        now + Duration::from_millis(wait)
-                    });
-                    if now >= at {
-                        self.claim(b).await;
-                    }
-                }
-            }
-        }
-    }
-
     /// Stops every bucket now. Others may take them a lease duration after they last saw the
     /// member Lease change, which is later than this.
     pub(super) fn fence(&mut self) {
-        tracing::error!(held = self.held.len(), "stopping all bucket work; will rejoin as a new claimant");
+        tracing::error!(held = self.state.held.len(), "stopping all bucket work; will rejoin as a new claimant");
         self.buckets.abort_all();
-        self.held.clear();
-        self.releasing.clear();
+        self.state.fenced();
         self.handovers.abort_all();
-        self.claim_at.clear();
         self.metrics.fenced.inc();
     }
 
     /// Claims bucket `b` with a resourceVersion precondition (or a create if it has no Lease).
-    async fn claim(&mut self, b: u32) {
-        self.claim_at.remove(&b);
-        let current = self.index.bucket_lease(b).cloned();
+    pub(super) async fn claim(&mut self, b: u32) {
+        self.state.claiming(b);
+        let current = self.state.index.bucket_lease(b).cloned();
         let call = claim(
             &self.api,
             b,
@@ -81,10 +38,7 @@ impl<B: Buckets> Coordinator<B> {
                 let resource_version = fresh.metadata.resource_version.clone().unwrap_or_default();
                 let transitions = fresh.spec.as_ref().and_then(|s| s.lease_transitions).unwrap_or(0);
                 tracing::info!(bucket = b, epoch = transitions, "claimed bucket");
-                self.held.insert(b, Held { resource_version, transitions });
-                if let Some(info) = LeaseInfo::from_lease(&fresh) {
-                    self.index.apply(info, Instant::now());
-                }
+                self.state.claimed(b, Held { resource_version, transitions }, LeaseInfo::from_lease(&fresh));
                 self.metrics.lease_transitions.inc();
                 self.buckets.start(b, transitions);
             }
@@ -100,9 +54,8 @@ impl<B: Buckets> Coordinator<B> {
     /// Two-phase handover: stop the bucket's work (in-flight calls finish), then release
     /// the Lease; only then can the new owner claim it. Runs in the background so renewals
     /// go on.
-    fn release(&mut self, b: u32) {
-        let Some(held) = self.held.remove(&b) else { return };
-        self.releasing.insert(b);
+    pub(super) fn release(&mut self, b: u32) {
+        let Some(held) = self.state.releasing(b) else { return };
         let stopped = self.buckets.stop(b);
         let api = self.api.clone();
         let lease = bucket_lease(
@@ -133,14 +86,14 @@ impl<B: Buckets> Coordinator<B> {
 
     pub(super) fn handover_done(&mut self, done: Result<(u32, Duration), tokio::task::JoinError>) {
         if let Ok((b, took)) = done {
-            self.releasing.remove(&b);
+            self.state.releasing.remove(&b);
             self.metrics.handover_seconds.observe(took.as_secs_f64());
         }
     }
 
     /// Graceful exit: release every bucket (stopping its work first), then leave.
     pub(super) async fn shutdown(&mut self) {
-        let held: Vec<u32> = self.held.keys().copied().collect();
+        let held: Vec<u32> = self.state.held.keys().copied().collect();
         tracing::info!(buckets = held.len(), "releasing every bucket before exit");
         for b in held {
             self.release(b);
@@ -154,7 +107,7 @@ impl<B: Buckets> Coordinator<B> {
             tracing::warn!("buckets did not stop in time; their Leases expire with the member Lease");
             self.buckets.abort_all();
         }
-        if self.standing == super::Standing::Duplicate {
+        if self.state.standing == Standing::Duplicate {
             // The member Lease is the other process's now.
             return;
         }

@@ -1,11 +1,13 @@
 //! This replica's own Leases: renewing the member Lease, noticing another process with the
 //! same identity, and the bucket count of record.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::PostParams;
+use tokio::time::Instant;
 
-use super::{Buckets, Coordinator, Standing};
+use super::decide::Standing;
+use super::{Buckets, Coordinator, MemberLease};
 use crate::lease::{CONFIG_NAME, LeaseInfo, config_lease, member_lease, member_name};
 
 /// A 404 whose subject is the namespace itself (not the object).
@@ -61,7 +63,7 @@ impl<B: Buckets> Coordinator<B> {
             Err(e) => return Err(e),
         };
         if let Some(info) = LeaseInfo::from_lease(&record) {
-            self.index.apply(info, Instant::now());
+            self.state.index.apply(info, Instant::now());
         }
         Ok(())
     }
@@ -80,10 +82,10 @@ impl<B: Buckets> Coordinator<B> {
         let ours = matches!(&info.role, crate::lease::Role::Member(id) if *id == self.settings.identity);
         let newer = |rv: &str| {
             let number = |v: &str| v.parse::<u64>().ok();
-            number(rv).zip(self.member_rv.as_deref().and_then(number)).is_some_and(|(seen, wrote)| seen > wrote)
+            number(rv).zip(self.member.resource_version().and_then(number)).is_some_and(|(seen, wrote)| seen > wrote)
         };
         if ours
-            && self.written
+            && matches!(self.member, MemberLease::Written { .. })
             && info.incarnation.as_deref().is_some_and(|other| other != self.incarnation)
             && newer(&info.resource_version)
         {
@@ -99,10 +101,10 @@ impl<B: Buckets> Coordinator<B> {
             self.settings.identity, self.incarnation
         );
         tracing::error!("{reason}");
-        if !self.held.is_empty() || !self.releasing.is_empty() {
+        if !self.state.held.is_empty() || !self.state.releasing.is_empty() {
             self.fence();
         }
-        self.standing = Standing::Duplicate;
+        self.state.standing = Standing::Duplicate;
         self.refusal = Some(reason);
         self.metrics.refused.set(1);
     }
@@ -111,24 +113,29 @@ impl<B: Buckets> Coordinator<B> {
     pub(super) async fn renew(&mut self) {
         let timing = self.settings.timing;
         let sent = Instant::now();
+        let acquired = match &self.member {
+            MemberLease::Written { acquired, .. } => acquired.clone(),
+            MemberLease::Unwritten { .. } => None,
+        };
+        let resource_version = self.member.resource_version().map(str::to_owned);
         let lease = member_lease(
             &self.settings.identity,
             &self.incarnation,
             self.settings.buckets.get(),
             self.lease_duration_s(),
-            self.acquired.clone(),
-            self.member_rv.clone(),
+            acquired,
+            resource_version.clone(),
         );
         let name = member_name(&self.settings.identity);
         let call = async {
-            match &self.member_rv {
+            match resource_version {
                 None => self.api.create(&PostParams::default(), &lease).await,
                 Some(_) => self.api.replace(&name, &PostParams::default(), &lease).await,
             }
         };
         // Bounded, so a hung call cannot hold the loop; but a slow server (a herd queueing in
         // flow control) gets until the renew deadline before the next attempt.
-        let left = match self.standing {
+        let left = match self.state.standing {
             Standing::Renewed { at } => timing.renew_deadline.saturating_sub(at.elapsed()),
             _ => timing.renew_deadline,
         };
@@ -138,26 +145,22 @@ impl<B: Buckets> Coordinator<B> {
             Ok(Err(e)) => {
                 let hint = if namespace_missing(&e) { " (the namespace is gone)" } else { "" };
                 self.log_warn("renew", &format!("member Lease renewal failed{hint}: {e}"));
-                self.next_renew = Instant::now() + timing.renew_period / 4;
+                self.state.renew_failed(Instant::now());
             }
             Err(_) => self.log_warn("renew", "member Lease renewal timed out"),
         }
     }
 
     fn renewed(&mut self, sent: Instant, fresh: &k8s_openapi::api::coordination::v1::Lease) {
-        let timing = self.settings.timing;
-        self.member_rv = fresh.metadata.resource_version.clone();
-        self.acquired = fresh.spec.as_ref().and_then(|s| s.acquire_time.clone());
-        self.written = true;
-        if !matches!(self.standing, Standing::Renewed { .. }) {
+        self.member = MemberLease::Written {
+            resource_version: fresh.metadata.resource_version.clone(),
+            acquired: fresh.spec.as_ref().and_then(|s| s.acquire_time.clone()),
+        };
+        if !matches!(self.state.standing, Standing::Renewed { .. }) {
             tracing::info!(identity = %self.settings.identity, "member Lease renewed; (re)joining");
         }
-        self.standing = Standing::Renewed { at: sent };
-        self.next_renew = sent + timing.renew_period;
-        self.buckets.writes_until(sent + timing.renew_deadline);
-        if let Some(info) = LeaseInfo::from_lease(fresh) {
-            self.index.apply(info, Instant::now());
-        }
+        self.state.renewed(sent, LeaseInfo::from_lease(fresh));
+        self.buckets.writes_until(sent + self.settings.timing.renew_deadline);
     }
 
     /// Someone else wrote this identity's member Lease, or deleted it: a previous incarnation
@@ -168,15 +171,23 @@ impl<B: Buckets> Coordinator<B> {
             Ok(Some(current)) => {
                 let info = LeaseInfo::from_lease(&current);
                 let other = info.as_ref().and_then(|i| i.incarnation.clone()).unwrap_or_default();
-                if self.written && other != self.incarnation {
+                let written = matches!(self.member, MemberLease::Written { .. });
+                if written && other != self.incarnation {
                     self.duplicate(&other);
                     return;
                 }
-                self.member_rv = current.metadata.resource_version.clone();
+                let resource_version = current.metadata.resource_version.clone();
                 // A new incarnation: a new acquireTime.
-                self.acquired = None;
+                self.member = match written {
+                    true => MemberLease::Written { resource_version, acquired: None },
+                    false => MemberLease::Unwritten { resource_version },
+                };
             }
-            Ok(None) => self.member_rv = None,
+            Ok(None) => match &mut self.member {
+                MemberLease::Unwritten { resource_version } | MemberLease::Written { resource_version, .. } => {
+                    *resource_version = None;
+                }
+            },
             Err(e) => self.log_warn("renew", &format!("cannot read the member Lease: {e}")),
         }
     }

@@ -4,11 +4,12 @@
 //! renew deadline before doing anything else.
 
 mod buckets;
+mod decide;
 mod member;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cronshard_types::throttle::Throttle;
 use futures::StreamExt;
@@ -20,6 +21,9 @@ use kube::api::Api;
 use kube::runtime::utils::ResetTimerBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use self::decide::{Action, Decider, Sight, Standing};
 
 use crate::lease::{LeaseInfo, ROLE_LABEL, member_name};
 use crate::membership::{Membership, Timing};
@@ -93,34 +97,25 @@ impl Ownership {
     }
 }
 
-/// A bucket this replica holds: the Lease as its claim left it.
+/// This process's member Lease, as it last knew it.
 #[derive(Clone, Debug)]
-struct Held {
-    resource_version: String,
-    transitions: i32,
+enum MemberLease {
+    /// Not written by this process yet: created, or an earlier incarnation's taken over at
+    /// this resourceVersion.
+    Unwritten { resource_version: Option<String> },
+    /// Written by this process (`resource_version` is `None` once it was found deleted: it
+    /// is created again). Only now can another writer be a duplicate.
+    Written { resource_version: Option<String>, acquired: Option<MicroTime> },
 }
 
-/// Where this replica stands with its member Lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Standing {
-    /// Not renewed since start, or since the renew deadline was last missed.
-    Out,
-    /// Renewed; the successful renewal was sent at `at`.
-    Renewed { at: Instant },
-    /// Another process writes this identity's member Lease: this one stays out for good.
-    Duplicate,
-}
-
-/// What this replica knows of the Lease watch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sight {
-    /// Following it: every change reaches the index.
-    Watching,
-    /// The watch failed or this process was cut off: changes may be missing, so nobody may
-    /// be judged dead until it has watched again for a lease duration.
-    Blind,
-    /// The view is stale beyond repair (a missed renew deadline): start a fresh list.
-    Relist,
+impl MemberLease {
+    fn resource_version(&self) -> Option<&str> {
+        match self {
+            MemberLease::Unwritten { resource_version } | MemberLease::Written { resource_version, .. } => {
+                resource_version.as_deref()
+            }
+        }
+    }
 }
 
 struct Coordinator<B: Buckets> {
@@ -128,24 +123,12 @@ struct Coordinator<B: Buckets> {
     settings: Settings,
     buckets: B,
     metrics: Metrics,
-    index: Membership,
-    held: BTreeMap<u32, Held>,
-    /// Buckets being stopped and released in the background.
-    releasing: BTreeSet<u32>,
+    state: Decider,
     handovers: JoinSet<(u32, Duration)>,
-    /// Jittered claim times of free buckets.
-    claim_at: HashMap<u32, Instant>,
     owned_tx: tokio::sync::watch::Sender<Ownership>,
-    standing: Standing,
-    sight: Sight,
     /// This process's mark on its member Lease.
     incarnation: String,
-    /// The member Lease as this process last wrote it (resourceVersion, acquireTime).
-    member_rv: Option<String>,
-    acquired: Option<MicroTime>,
-    /// This process has written its member Lease at least once.
-    written: bool,
-    next_renew: Instant,
+    member: MemberLease,
     refusal: Option<String>,
     logs: HashMap<&'static str, Throttle>,
 }
@@ -180,24 +163,17 @@ pub async fn run<B: Buckets>(
     let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
     let now = Instant::now();
     let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
+    let index = Membership::new(&settings.identity, settings.buckets.get(), settings.timing, now, wall);
     let mut c = Coordinator {
-        index: Membership::new(&settings.identity, settings.buckets.get(), settings.timing, now, wall),
+        state: Decider::new(settings.timing, index, now),
         api: api.clone(),
         settings,
         buckets,
         metrics,
-        held: BTreeMap::new(),
-        releasing: BTreeSet::new(),
         handovers: JoinSet::new(),
-        claim_at: HashMap::new(),
         owned_tx: owned,
-        standing: Standing::Out,
-        sight: Sight::Blind,
         incarnation: format!("{:016x}", rand::random::<u64>()),
-        member_rv: None,
-        acquired: None,
-        written: false,
-        next_renew: now,
+        member: MemberLease::Unwritten { resource_version: None },
         refusal: None,
         logs: HashMap::new(),
     };
@@ -210,10 +186,10 @@ pub async fn run<B: Buckets>(
     let mut initial: Option<Vec<LeaseInfo>> = None;
     let tick = TICK.min(c.settings.timing.renew_period / 4);
     loop {
-        if c.sight == Sight::Relist {
+        if c.state.sight == Sight::Relist {
             events = lease_watch(api.clone(), c.settings.timing);
             initial = None;
-            c.sight = Sight::Blind;
+            c.state.sight = Sight::Blind;
         }
         tokio::select! {
             changed = stop.changed() => {
@@ -240,8 +216,8 @@ impl<B: Buckets> Coordinator<B> {
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                self.sight = Sight::Blind;
-                self.index.restart_observation(now);
+                self.state.sight = Sight::Blind;
+                self.state.index.restart_observation(now);
                 self.log_warn("watch", &format!("Lease watch failed; retrying: {e}"));
                 return;
             }
@@ -254,19 +230,19 @@ impl<B: Buckets> Coordinator<B> {
                 }
             }
             watcher::Event::InitDone => {
-                self.index.reset(initial.take().unwrap_or_default(), now);
+                self.state.index.reset(initial.take().unwrap_or_default(), now);
                 self.see_again(now);
             }
             watcher::Event::Apply(lease) => {
                 if let Some(info) = LeaseInfo::from_lease(&lease) {
                     self.check_identity(&info);
-                    self.index.apply(info, now);
+                    self.state.index.apply(info, now);
                 }
                 self.see_again(now);
             }
             watcher::Event::Delete(lease) => {
                 if let Some(info) = LeaseInfo::from_lease(&lease) {
-                    self.index.delete(&info.role, now);
+                    self.state.index.delete(&info.role, now);
                 }
                 self.see_again(now);
             }
@@ -275,53 +251,34 @@ impl<B: Buckets> Coordinator<B> {
 
     /// The watch delivers again: liveness is judged from here on, a lease duration on.
     fn see_again(&mut self, now: Instant) {
-        if self.sight == Sight::Blind {
-            self.index.restart_observation(now);
-            self.sight = Sight::Watching;
+        if self.state.sight == Sight::Blind {
+            self.state.index.restart_observation(now);
+            self.state.sight = Sight::Watching;
         }
     }
 
-    /// Whether the last successful renewal is older than the renew deadline.
-    pub(super) fn lapsed(&self, now: Instant) -> bool {
-        matches!(self.standing, Standing::Renewed { at } if now.duration_since(at) >= self.settings.timing.renew_deadline)
-    }
-
-    /// One pass. Fencing comes first: a replica that wakes up past its renew deadline
-    /// (paused, starved or cut off) stops every bucket before it renews, and rebuilds its
-    /// view of the others from a fresh list before judging anyone dead.
+    /// One pass: the member Lease first (fencing, renewal), then the buckets.
     async fn step(&mut self) {
-        let now = Instant::now();
-        if self.lapsed(now) {
-            self.lapse(now);
-        }
-        if self.standing == Standing::Duplicate {
-            let view = self.index.view();
+        let actions = self.state.member_actions(Instant::now());
+        self.execute(&actions).await;
+        if self.state.standing == Standing::Duplicate {
+            let view = self.state.index.view();
             self.publish(false, &view);
             return;
         }
-        if self.sight != Sight::Watching {
-            self.index.restart_observation(now);
-        }
-        if now >= self.next_renew {
-            self.renew().await;
-            if self.index.record_missing() && self.sight == Sight::Watching && self.index.view().refused.is_none() {
-                self.restore_record().await;
-            }
-        }
         let now = Instant::now();
         // A renewal sent before a stall can come back after it: judged by when it was sent.
-        if self.lapsed(now) {
-            self.lapse(now);
-        }
-        self.index.tick(now);
-        let view = self.index.view();
+        let fence = self.state.check_deadline(now);
+        self.execute(fence.as_slice()).await;
+        self.state.index.tick(now);
+        let view = self.state.index.view();
         self.metrics.members.set(view.members.len() as i64);
         self.metrics.unowned_buckets.set(view.unowned as i64);
         self.metrics.member_set_hash.set(view.member_hash as i64);
         self.metrics.refused.set(i64::from(view.refused.is_some()));
-        let healthy = matches!(self.standing, Standing::Renewed { .. });
+        let healthy = matches!(self.state.standing, Standing::Renewed { .. });
         self.publish(healthy, &view);
-        if !healthy || self.standing == Standing::Duplicate {
+        if !healthy {
             return;
         }
         if let Some(reason) = &view.refused
@@ -329,31 +286,42 @@ impl<B: Buckets> Coordinator<B> {
         {
             tracing::error!(held_back, %reason, "not acting on any bucket");
         }
-        self.rebalance(&view, now).await;
+        let actions = self.state.bucket_actions(&view.mine, now);
+        self.execute(&actions).await;
         self.publish(healthy, &view);
     }
 
-    /// The renew deadline passed: fence, and forget what this process knew of the others.
-    fn lapse(&mut self, now: Instant) {
-        tracing::error!(
-            held = self.held.len(),
-            "renew deadline missed: stopping all bucket work; re-listing the Leases before claiming anything"
-        );
-        if !self.held.is_empty() || !self.releasing.is_empty() {
-            self.fence();
+    /// Carries out a step's actions in order.
+    async fn execute(&mut self, actions: &[Action]) {
+        for action in actions {
+            match *action {
+                Action::Fence => self.fence(),
+                Action::Renew => self.renew().await,
+                Action::RestoreRecord => self.restore_record().await,
+                Action::Release(b) => self.release(b),
+                Action::Claim(b) => {
+                    // Many claims in a row (start-up, a takeover under load) must not starve
+                    // renewals.
+                    if self.state.renew_due(Instant::now()) {
+                        self.renew().await;
+                    }
+                    // Stalled between claims: the view is stale; the next step fences.
+                    if self.state.lapsed(Instant::now()) {
+                        return;
+                    }
+                    self.claim(b).await;
+                }
+            }
         }
-        self.standing = Standing::Out;
-        self.sight = Sight::Relist;
-        self.index.restart_observation(now);
     }
 
     fn publish(&self, healthy: bool, view: &crate::View) {
-        let refused = match self.standing {
+        let refused = match self.state.standing {
             Standing::Duplicate => self.refusal.clone(),
             _ => view.refused.clone(),
         };
-        let next =
-            Ownership { owned: self.held.keys().copied().collect(), desired: view.mine.clone(), healthy, refused };
+        let owned = self.state.held.keys().copied().collect();
+        let next = Ownership { owned, desired: view.mine.clone(), healthy, refused };
         self.owned_tx.send_if_modified(|current| {
             if *current == next {
                 false
@@ -366,7 +334,7 @@ impl<B: Buckets> Coordinator<B> {
 
     /// `Some(lines held back)` when a repeated message from `site` may be logged now.
     fn admit_log(&mut self, site: &'static str) -> Option<u64> {
-        self.logs.entry(site).or_default().admit(Instant::now())
+        self.logs.entry(site).or_default().admit(Instant::now().into_std())
     }
 
     fn log_warn(&mut self, site: &'static str, message: &str) {
