@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 pub use context::{Clock, Context, Settings};
-pub use error::{Error, Result};
+pub use error::{Error, Result, SyncError};
 pub use sync::{
     ChildJob, ConcurrencyPolicy, CreateResult, CronJobSpec, CronJobState, CronJobStatus, Event, EventType, Finished,
     Invalid, JobRef, JobRequest, Jobs, MissReason, Outcome, sync,

@@ -66,7 +66,8 @@ pub struct Metrics {
     pub duplicates_avoided: Counter,
     pub missed: Family<ReasonLabels, Counter>,
     pub invalid: Family<ReasonLabels, Counter>,
-    pub sync_errors: Counter,
+    /// Failed syncs by [`crate::SyncError::metric_label`].
+    pub sync_errors: Family<ReasonLabels, Counter>,
     pub api: ApiCounters,
     pub buckets_owned: Gauge,
     pub objects: Family<ObjectLabels, Gauge>,
@@ -92,7 +93,7 @@ impl Default for Metrics {
             duplicates_avoided: Counter::default(),
             missed: Family::default(),
             invalid: Family::default(),
-            sync_errors: Counter::default(),
+            sync_errors: Family::default(),
             api: ApiCounters::default(),
             buckets_owned: Gauge::default(),
             objects: Family::default(),
@@ -107,6 +108,9 @@ impl Default for Metrics {
         }
         for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
             drop(m.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for reason in crate::SyncError::LABELS {
+            drop(m.sync_errors.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
         }
         let mut m = m;
         let r = &mut m.registry;
@@ -126,7 +130,7 @@ impl Default for Metrics {
         r.register("cronshard_invalid_cronjobs", "Syncs of CronJobs that cannot run, by reason", m.invalid.clone());
         r.register(
             "cronshard_sync_errors",
-            "Syncs that failed transiently and were retried with backoff",
+            "Syncs that failed transiently and were retried with backoff, by reason",
             m.sync_errors.clone(),
         );
         r.register(

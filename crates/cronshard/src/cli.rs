@@ -65,9 +65,10 @@ pub fn init_logs(format: LogFormat) {
 
 /// Runs `work` on a fresh multi-threaded runtime. Its error is one `error:` line on stderr
 /// and exit code `error_code`; a runtime that cannot start is exit code 1.
-pub fn block_on<F>(work: F, error_code: u8) -> ExitCode
+pub fn block_on<F, E>(work: F, error_code: u8) -> ExitCode
 where
-    F: std::future::Future<Output = Result<(), String>>,
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
 {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -79,7 +80,8 @@ where
     match runtime.block_on(work) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
+            // `{:#}`: an error with context prints its whole chain on the one line.
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
             ExitCode::from(error_code)
         }
     }
@@ -101,6 +103,6 @@ mod tests {
     #[test]
     fn an_error_is_its_exit_code() {
         assert_eq!(block_on(async { Err("bad".to_owned()) }, 2), ExitCode::from(2));
-        assert_eq!(block_on(async { Ok(()) }, 2), ExitCode::SUCCESS);
+        assert_eq!(block_on(async { Ok::<(), String>(()) }, 2), ExitCode::SUCCESS);
     }
 }

@@ -1,6 +1,7 @@
 //! `cronshard run`: one controller replica. Replicas share the buckets through Leases
 //! (cronshard-coordinator); this process serves `/metrics`, `/healthz` and `/readyz`.
 
+use anyhow::{Context as _, anyhow, bail};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -101,25 +102,23 @@ fn default_identity() -> Option<String> {
 }
 
 /// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config.
-pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>) -> Result<kube::Config, String> {
+pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
     match kubeconfig {
         Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))
+            let flag = || format!("--kubeconfig {}", path.display());
+            let kubeconfig = kube::config::Kubeconfig::read_from(path).with_context(flag)?;
+            Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.with_context(flag)?)
         }
-        None => kube::Config::infer().await.map_err(|e| format!("no kubeconfig and no in-cluster config: {e}")),
+        None => Ok(kube::Config::infer().await.context("no kubeconfig and no in-cluster config")?),
     }
 }
 
-async fn client_config(args: &RunArgs, identity: &str) -> Result<kube::Config, String> {
+async fn client_config(args: &RunArgs, identity: &str) -> anyhow::Result<kube::Config> {
     let mut config = kube_config(args.kubeconfig.as_deref()).await?;
     let agent = format!("cronshard/{} (replica {identity})", env!("CARGO_PKG_VERSION"));
     config.headers.push((
         header::USER_AGENT,
-        header::HeaderValue::from_str(&agent).map_err(|_| format!("identity {identity:?} is not valid in a header"))?,
+        header::HeaderValue::from_str(&agent).map_err(|_| anyhow!("identity {identity:?} is not valid in a header"))?,
     ));
     Ok(config)
 }
@@ -129,17 +128,14 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
 }
 
 /// Checks the selector as the API server would, before any request.
-fn check_selector(selector: Option<&str>) -> Result<(), String> {
+fn check_selector(selector: Option<&str>) -> anyhow::Result<()> {
     let Some(selector) = selector else { return Ok(()) };
     if selector.contains(cronshard_types::keys::BUCKET_LABEL) {
-        return Err(format!(
-            "--selector must not use {}: cronshard owns that label",
-            cronshard_types::keys::BUCKET_LABEL
-        ));
+        bail!("--selector must not use {}: cronshard owns that label", cronshard_types::keys::BUCKET_LABEL);
     }
     cronshard_types::selector::LabelSelector::parse(selector)
-        .map(drop)
-        .map_err(|e| format!("--selector {selector:?} is not a label selector: {e}"))
+        .with_context(|| format!("--selector {selector:?} is not a label selector"))?;
+    Ok(())
 }
 
 /// What a replica is made of before it starts: checked settings, its client and metrics.
@@ -152,11 +148,11 @@ struct Replica {
 }
 
 /// Checks every setting before any request, then builds the client and metrics.
-async fn build_replica(args: &RunArgs) -> Result<Replica, String> {
+async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
     let identity =
-        args.identity.clone().or_else(default_identity).ok_or("no --identity, no POD_NAME and no hostname")?;
+        args.identity.clone().or_else(default_identity).context("no --identity, no POD_NAME and no hostname")?;
     check_selector(args.selector.as_deref())?;
-    let buckets = NonZeroU32::new(args.buckets).ok_or("--buckets must be at least 1")?;
+    let buckets = NonZeroU32::new(args.buckets).context("--buckets must be at least 1")?;
     let timing = Timing {
         renew_period: args.renew_period,
         renew_deadline: args.renew_deadline,
@@ -164,11 +160,11 @@ async fn build_replica(args: &RunArgs) -> Result<Replica, String> {
         join_grace: args.join_grace,
         ..Timing::default()
     };
-    timing.validate().map_err(|e| e.to_string())?;
+    timing.validate()?;
     let config = client_config(args, &identity).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets, timing };
-    coordination.validate().map_err(|e| e.to_string())?;
+    coordination.validate()?;
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
@@ -186,18 +182,18 @@ async fn build_replica(args: &RunArgs) -> Result<Replica, String> {
     };
     let (qps, burst) = budget.replica_rate(1.0);
     let limiter = Limiter::new(qps, u32::try_from(burst.round() as i64).unwrap_or(u32::MAX));
-    let ctx = Context::new(config, limiter, settings, clock, metrics).map_err(|e| e.to_string())?;
+    let ctx = Context::new(config, limiter, settings, clock, metrics)?;
     Ok(Replica { identity, coordination, coordinator_metrics, budget, ctx })
 }
 
-async fn serve(args: RunArgs) -> Result<(), String> {
+async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let Replica { identity, coordination, coordinator_metrics, budget, ctx } = build_replica(&args).await?;
     let buckets = coordination.buckets;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
         .await
-        .map_err(|e| format!("--metrics-addr {}: {e}", args.metrics_addr))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .with_context(|| format!("--metrics-addr {}", args.metrics_addr))?;
+    let addr = listener.local_addr()?;
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "http://{addr}");
@@ -236,9 +232,9 @@ async fn serve(args: RunArgs) -> Result<(), String> {
         ended = &mut coordinator => {
             http.abort();
             return match ended {
-                Ok(Ok(())) => Err("the coordinator stopped".to_owned()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("the coordinator failed: {e}")),
+                Ok(Ok(())) => Err(anyhow!("the coordinator stopped")),
+                Ok(Err(e)) => Err(e.into()),
+                Err(e) => Err(anyhow!("the coordinator failed: {e}")),
             };
         }
     }

@@ -1,5 +1,6 @@
 //! `cronshard status`: prints the bucket map the Leases describe.
 
+use anyhow::Context as _;
 use std::io::Write;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -34,21 +35,20 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
     cronshard::cli::block_on(
         async move {
             let text = report(&args).await?;
-            std::io::stdout().lock().write_all(text.as_bytes()).map_err(|e| format!("stdout: {e}"))
+            std::io::stdout().lock().write_all(text.as_bytes()).context("stdout")
         },
         2,
     )
 }
 
-async fn report(args: &StatusArgs) -> Result<String, String> {
+async fn report(args: &StatusArgs) -> anyhow::Result<String> {
     let config = crate::run_cmd::kube_config(args.kubeconfig.as_deref()).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let client = kube::Client::try_from(config)?;
     let api: Api<Lease> = Api::namespaced(client, &namespace);
-    let report =
-        cronshard_coordinator::status::read(&api, &namespace, args.buckets.get()).await.map_err(|e| e.to_string())?;
+    let report = cronshard_coordinator::status::read(&api, &namespace, args.buckets.get()).await?;
     Ok(match args.output {
         Output::Text => cronshard_coordinator::status::render(&report),
-        Output::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        Output::Json => serde_json::to_string_pretty(&report)? + "\n",
     })
 }

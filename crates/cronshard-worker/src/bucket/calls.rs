@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::SYNC_TIMEOUT;
 use super::index::Due;
+use crate::SyncError;
 use crate::context::Context;
 use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
@@ -49,7 +50,7 @@ pub(super) enum WriteResult {
     Conflict(Option<Box<CronJob>>),
 }
 
-pub(super) type StatusWrite = Result<WriteResult, String>;
+pub(super) type StatusWrite = Result<WriteResult, SyncError>;
 
 /// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
 pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
@@ -65,7 +66,7 @@ pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i3
             events: Vec::new(),
             requeue_at: None,
             created: None,
-            error: Some(format!("sync did not finish within {SYNC_TIMEOUT:?}")),
+            error: Some(SyncError::Timeout { what: "sync", after: SYNC_TIMEOUT }),
             invalid: None,
             missed: Vec::new(),
             reported_through: state.reported_through,
@@ -87,9 +88,9 @@ pub(super) async fn write_status(ctx: &Context, cj: &CronJob, outcome: &Outcome)
             ctx.limiter.acquire(Priority::Status).await;
             match api.get_opt(&name).await {
                 Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
-                Err(e) => Err(format!("re-read after conflict: {e}")),
+                Err(e) => Err(SyncError::StatusReread(e.to_string())),
             }
         }
-        Err(e) => Err(format!("status update: {e}")),
+        Err(e) => Err(SyncError::StatusWrite(e.to_string())),
     }
 }

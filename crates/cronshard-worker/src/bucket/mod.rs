@@ -18,6 +18,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::time::Instant;
 
+use crate::SyncError;
 use crate::context::Context;
 use crate::convert::key;
 use crate::decoded::{Decoded, decodable};
@@ -309,7 +310,7 @@ impl Worker {
             Some(error) => {
                 let delay = self.timers.failed(k, now, outcome.requeue_at);
                 self.ctx.log_warn("sync", &format!("sync of {k} failed, retried in {delay:?}: {error}"));
-                self.ctx.metrics.sync_errors.inc();
+                self.ctx.metrics.sync_errors.get_or_create(&ReasonLabels { reason: error.metric_label().into() }).inc();
             }
             None => self.timers.succeeded(k, outcome.requeue_at),
         }
@@ -344,6 +345,6 @@ impl Worker {
 async fn write_status_with_timeout(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusWrite {
     match tokio::time::timeout(SYNC_TIMEOUT, write_status(ctx, cj, outcome)).await {
         Ok(result) => result,
-        Err(_) => Err(format!("status write did not finish within {SYNC_TIMEOUT:?}")),
+        Err(_) => Err(SyncError::Timeout { what: "status write", after: SYNC_TIMEOUT }),
     }
 }

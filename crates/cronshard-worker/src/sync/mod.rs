@@ -6,6 +6,8 @@ mod rules;
 
 use cronshard_types::Timestamp;
 
+use crate::SyncError;
+
 pub use self::missed::{MISSED_COUNT_CAP, MissReason};
 pub use self::rules::sync;
 
@@ -156,7 +158,7 @@ pub struct Outcome {
     /// The Job created by this sync and its scheduled time (for the skew histogram).
     pub created: Option<(ChildJob, Timestamp)>,
     /// A failure: retry with backoff, but no later than `requeue_at`.
-    pub error: Option<String>,
+    pub error: Option<SyncError>,
     pub invalid: Option<Invalid>,
     /// Runs this sync found missed, by reason (counted once: see `reported_through`).
     pub missed: Vec<(MissReason, u64)>,

@@ -12,6 +12,7 @@ use super::{
     ChildJob, ConcurrencyPolicy, CreateResult, CronJobState, CronJobStatus, Event, EventType, Finished, Invalid,
     JobRequest, Jobs, MissReason, Outcome,
 };
+use crate::SyncError;
 
 /// Go's `time.RFC1123Z`, which upstream's MissSchedule message uses.
 pub(super) fn rfc1123z(t: Timestamp) -> String {
@@ -23,7 +24,7 @@ enum End {
     /// Nothing more to do now; sync again at this time (`None`: on a change only).
     Requeue(Option<Timestamp>),
     /// A failure, retried with backoff but no later than `requeue_at`.
-    Failed { error: String, requeue_at: Option<Timestamp> },
+    Failed { error: SyncError, requeue_at: Option<Timestamp> },
     /// The spec cannot run; only a change to it helps.
     Invalid(Invalid),
     /// A run's Job was created.
@@ -118,7 +119,7 @@ impl Sync<'_> {
                     self.remove_active(&entry.uid);
                 }
                 Ok(Some(_)) => {}
-                Err(e) => return Break(self.failed(format!("get job {}: {e}", entry.name))),
+                Err(e) => return Break(self.failed(SyncError::GetJob { name: entry.name, message: e.to_string() })),
             }
         }
         Continue(())
@@ -238,13 +239,13 @@ impl Sync<'_> {
                     match jobs.get(&entry.name).await {
                         Err(e) => {
                             self.event(EventType::Warning, "FailedGet", format!("Get job: {e}"));
-                            return Break(self.failed(format!("get job {}: {e}", entry.name)));
+                            return Break(self.failed(SyncError::GetJob { name: entry.name, message: e.to_string() }));
                         }
                         // Gone already: nothing to replace.
                         Ok(None) => self.remove_active(&entry.uid),
                         Ok(Some(job)) => {
-                            if let Err(e) = delete_job(self, &job, jobs).await {
-                                return Break(self.failed(format!("could not replace job {}: {e}", job.name)));
+                            if let Err(message) = delete_job(self, &job, jobs).await {
+                                return Break(self.failed(SyncError::DeleteJob { name: job.name, message }));
                             }
                         }
                     }
@@ -261,14 +262,14 @@ impl Sync<'_> {
         match jobs.create(&request).await {
             Err(e) => {
                 self.event(EventType::Warning, "FailedCreate", format!("Error creating job: {e}"));
-                self.failed(format!("create job {name}: {e}"))
+                self.failed(SyncError::CreateJob { name: name.clone(), message: e.to_string() })
             }
             Ok(CreateResult::Rejected(reason)) => {
                 // Refused (a quota, RBAC, an admission webhook): as upstream, retried with
                 // backoff, and no later than the next run; if that comes first, this run
                 // counts as missed.
                 self.event(EventType::Warning, "FailedCreate", format!("Error creating job: {reason}"));
-                let error = format!("create job {name} refused: {reason}");
+                let error = SyncError::CreateRefused { name: name.clone(), message: reason };
                 End::Failed { error, requeue_at: self.requeue(schedule) }
             }
             Ok(CreateResult::Created(job)) => {
@@ -294,8 +295,8 @@ impl Sync<'_> {
     ) -> End {
         let existing = match jobs.get(name).await {
             Ok(Some(job)) => job,
-            Ok(None) => return self.failed(format!("job {name} already exists but cannot be read")),
-            Err(e) => return self.failed(format!("get job {name}: {e}")),
+            Ok(None) => return self.failed(SyncError::ExistingJobUnreadable { name: name.to_owned() }),
+            Err(e) => return self.failed(SyncError::GetJob { name: name.to_owned(), message: e.to_string() }),
         };
         if existing.controller_uid.as_deref() != Some(self.cj.uid.as_str()) {
             // FIX: upstream silently drops the key; this says so and retries with backoff.
@@ -304,7 +305,7 @@ impl Sync<'_> {
                 "FailedCreate",
                 format!("Error creating job: job {name} already exists and is not controlled by this CronJob"),
             );
-            return self.failed(format!("job {name} exists and is not controlled by this CronJob"));
+            return self.failed(SyncError::NameTaken { name: name.to_owned() });
         }
         if !self.in_active(&existing.uid) {
             self.status.active.push(existing.job_ref());
@@ -333,7 +334,7 @@ impl Sync<'_> {
         self.status.active.iter().any(|r| r.uid == uid)
     }
 
-    fn failed(&self, error: String) -> End {
+    fn failed(&self, error: SyncError) -> End {
         End::Failed { error, requeue_at: None }
     }
 
