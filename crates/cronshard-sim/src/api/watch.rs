@@ -102,8 +102,11 @@ pub(super) fn watch(state: &SimState, target: &Target, query: &HashMap<String, S
     };
     let shared = state.0.clone();
     // 0 means "not set", as in kube-apiserver.
-    let timeout =
-        params.timeout_seconds.filter(|s| *s > 0).map(Duration::from_secs).unwrap_or(shared.config.default_watch_timeout);
+    let timeout = params
+        .timeout_seconds
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(shared.config.default_watch_timeout);
     let stream = WatchStream {
         matches: Box::new(selector_filter(target, &params)),
         tx,

@@ -6,7 +6,10 @@
 //! reproduces it. Where the zone's offset cannot change, several single steps are taken at
 //! once; the result is identical, only faster.
 
+use std::ops::ControlFlow::{self, Break, Continue};
+
 use super::parse::SpecFields;
+use crate::civil::Wall;
 use crate::zone::{Cursor, Zone};
 
 const HOUR: i64 = 3600;
@@ -29,100 +32,162 @@ enum Stepping {
 fn search(spec: &SpecFields, zone: &Zone, unix: i64, stepping: Stepping) -> Option<i64> {
     let mut cur = Cursor::new(zone);
     // Start at the earliest possible time (the upcoming second).
-    let mut t = unix + 1;
+    let t = unix + 1;
     let year_limit = cur.wall(t).year + 5;
-    // Once a field has been advanced, the smaller fields start from zero.
-    let mut added = false;
-
+    let w = cur.wall(t);
+    let mut s = Search { cur, stepping, t, w, added: false };
     // A backstop against any other zone data that keeps the search from advancing.
-    let mut wraps = 0u32;
-    'wrap: loop {
-        let mut w = cur.wall(t);
-        wraps += 1;
-        if w.year > year_limit || wraps > 100_000 {
+    for _ in 0..100_000 {
+        s.w = s.cur.wall(s.t);
+        if s.w.year > year_limit {
             return None;
         }
+        // A field that wraps (month to January, day to the 1st, hour or minute to 0)
+        // restarts the search from the month, as robfig's `goto WRAP` does.
+        let wrapped = s.month(spec).is_break()
+            || s.day(spec).is_break()
+            || s.hour(spec).is_break()
+            || s.minute(spec).is_break()
+            || s.second().is_break();
+        if !wrapped {
+            return Some(s.t);
+        }
+    }
+    None
+}
 
-        while !SpecFields::has(spec.month, w.month) {
-            if !added {
-                added = true;
-                t = cur.date(w.year, w.month.into(), 1, 0, 0, 0);
-                w = cur.wall(t);
+/// The search's position: the time, its wall clock in the zone, and whether a field has
+/// been advanced yet (after that, the smaller fields start from zero).
+struct Search<'z> {
+    cur: Cursor<'z>,
+    stepping: Stepping,
+    t: i64,
+    w: Wall,
+    added: bool,
+}
+
+/// `Break`: the field wrapped and the search restarts from the month.
+type Wrap = ControlFlow<()>;
+
+impl Search<'_> {
+    fn month(&mut self, spec: &SpecFields) -> Wrap {
+        while !SpecFields::has(spec.month, self.w.month) {
+            let w = self.w;
+            if !self.added {
+                self.added = true;
+                self.set_date(w.year, w.month.into(), 1, 0, 0, 0);
             }
-            t = cur.date(w.year, i64::from(w.month) + 1, w.day.into(), w.hour.into(), w.minute.into(), w.second.into());
-            w = cur.wall(t);
-            if w.month == 1 {
-                continue 'wrap;
+            let w = self.w;
+            let next = self.cur.date(
+                w.year,
+                i64::from(w.month) + 1,
+                w.day.into(),
+                w.hour.into(),
+                w.minute.into(),
+                w.second.into(),
+            );
+            self.set(next);
+            if self.w.month == 1 {
+                return Break(());
             }
         }
+        Continue(())
+    }
 
-        while !spec.day_matches(w.day, w.weekday) {
-            if !added {
-                added = true;
-                t = cur.date(w.year, w.month.into(), w.day.into(), 0, 0, 0);
-                w = cur.wall(t);
+    fn day(&mut self, spec: &SpecFields) -> Wrap {
+        while !spec.day_matches(self.w.day, self.w.weekday) {
+            if !self.added {
+                self.added = true;
+                let w = self.w;
+                self.set_date(w.year, w.month.into(), w.day.into(), 0, 0, 0);
             }
-            let before = t;
-            t = cur.date(w.year, w.month.into(), i64::from(w.day) + 1, w.hour.into(), w.minute.into(), w.second.into());
+            let (before, w) = (self.t, self.w);
+            let mut t = self.cur.date(
+                w.year,
+                w.month.into(),
+                i64::from(w.day) + 1,
+                w.hour.into(),
+                w.minute.into(),
+                w.second.into(),
+            );
             // Where a whole day was skipped (Pacific/Apia, 2011-12-30), Go's time.Date maps the
             // next midnight back onto the same instant and robfig loops forever; step a day.
             if t <= before {
                 t = before + 24 * HOUR;
             }
-            w = cur.wall(t);
+            self.set(t);
             // Where midnight does not exist (DST starting at 00:00), robfig pulls the time
             // back to the day's first hour or pushes it to the next midnight.
-            if w.hour != 0 {
-                let hour = i64::from(w.hour);
-                t += if hour > 12 { (24 - hour) * HOUR } else { -hour * HOUR };
-                w = cur.wall(t);
+            if self.w.hour != 0 {
+                let hour = i64::from(self.w.hour);
+                self.set(self.t + if hour > 12 { (24 - hour) * HOUR } else { -hour * HOUR });
             }
-            if w.day == 1 {
-                continue 'wrap;
+            if self.w.day == 1 {
+                return Break(());
             }
         }
+        Continue(())
+    }
 
-        while !SpecFields::has(spec.hour, w.hour) {
-            if !added {
-                added = true;
-                t = cur.date(w.year, w.month.into(), w.day.into(), w.hour.into(), 0, 0);
-                w = cur.wall(t);
+    fn hour(&mut self, spec: &SpecFields) -> Wrap {
+        while !SpecFields::has(spec.hour, self.w.hour) {
+            if !self.added {
+                self.added = true;
+                let w = self.w;
+                self.set_date(w.year, w.month.into(), w.day.into(), w.hour.into(), 0, 0);
             }
             // Hours until the next matching hour or the wrap at midnight, whichever is first.
-            let target = next_set_bit(spec.hour, w.hour + 1, 24);
-            t = advance(&mut cur, stepping, t, i64::from(target - w.hour), HOUR);
-            w = cur.wall(t);
-            if w.hour == 0 {
-                continue 'wrap;
+            let target = next_set_bit(spec.hour, self.w.hour + 1, 24);
+            self.step(i64::from(target - self.w.hour), HOUR);
+            if self.w.hour == 0 {
+                return Break(());
             }
         }
+        Continue(())
+    }
 
-        while !SpecFields::has(spec.minute, w.minute) {
-            if !added {
-                added = true;
-                t = t.div_euclid(MINUTE) * MINUTE;
-                w = cur.wall(t);
+    fn minute(&mut self, spec: &SpecFields) -> Wrap {
+        while !SpecFields::has(spec.minute, self.w.minute) {
+            if !self.added {
+                self.added = true;
+                self.set(self.t.div_euclid(MINUTE) * MINUTE);
             }
-            let target = next_set_bit(spec.minute, w.minute + 1, 60);
-            t = advance(&mut cur, stepping, t, i64::from(target - w.minute), MINUTE);
-            w = cur.wall(t);
-            if w.minute == 0 {
-                continue 'wrap;
-            }
-        }
-
-        // The standard dialect's seconds field is always 0. Only zones with offsets in odd
-        // seconds (local mean time before ~1900) get here with a non-zero wall second.
-        while w.second != 0 {
-            added = true;
-            t = advance(&mut cur, stepping, t, i64::from(60 - w.second), 1);
-            w = cur.wall(t);
-            if w.second == 0 {
-                continue 'wrap;
+            let target = next_set_bit(spec.minute, self.w.minute + 1, 60);
+            self.step(i64::from(target - self.w.minute), MINUTE);
+            if self.w.minute == 0 {
+                return Break(());
             }
         }
+        Continue(())
+    }
 
-        return Some(t);
+    /// The standard dialect's seconds field is always 0. Only zones with offsets in odd
+    /// seconds (local mean time before ~1900) get here with a non-zero wall second.
+    fn second(&mut self) -> Wrap {
+        while self.w.second != 0 {
+            self.added = true;
+            self.step(i64::from(60 - self.w.second), 1);
+            if self.w.second == 0 {
+                return Break(());
+            }
+        }
+        Continue(())
+    }
+
+    /// Go's `time.Date` in the zone, gaps and folds resolved as Go does.
+    fn set_date(&mut self, year: i64, month: i64, day: i64, hour: i64, minute: i64, second: i64) {
+        let t = self.cur.date(year, month, day, hour, minute, second);
+        self.set(t);
+    }
+
+    fn set(&mut self, t: i64) {
+        self.t = t;
+        self.w = self.cur.wall(t);
+    }
+
+    fn step(&mut self, steps: i64, unit: i64) {
+        let t = advance(&mut self.cur, self.stepping, self.t, steps, unit);
+        self.set(t);
     }
 }
 
