@@ -168,55 +168,64 @@ impl ListParams {
             }
         };
         if let Some(token) = get("continue").filter(|c| !c.is_empty()) {
-            if p.watch {
-                return Err(ApiError::BadRequest("continue: Forbidden: continue is not supported for watch".into()));
-            }
-            if p.rv_match.is_some() {
-                return Err(ApiError::BadRequest(
-                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"
-                        .into(),
-                ));
-            }
-            if p.resource_version.is_some_and(|rv| rv != 0) {
-                return Err(ApiError::BadRequest(
-                    "specifying resource version is not allowed when using continue".into(),
-                ));
-            }
+            p.check_continue()?;
             p.continue_token = Some(ContinueToken::decode(token)?);
         }
-        if !p.watch && p.rv_match.is_some() && p.resource_version.is_none() {
-            return Err(ApiError::BadRequest(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
-                    .into(),
-            ));
-        }
-        if p.rv_match == Some(Match::Exact) && p.resource_version == Some(0) {
-            return Err(ApiError::BadRequest(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".into(),
-            ));
-        }
-        if p.send_initial_events {
-            if !p.watch {
-                return Err(ApiError::BadRequest(
-                    "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list".into(),
-                ));
-            }
-            if !p.allow_bookmarks {
-                return Err(ApiError::BadRequest(
-                    "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is true".into(),
-                ));
-            }
-            if p.rv_match != Some(Match::NotOlderThan) {
-                return Err(ApiError::BadRequest(
-                    "resourceVersionMatch: Unsupported value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".into(),
-                ));
-            }
-        } else if p.watch && p.rv_match.is_some() {
-            return Err(ApiError::BadRequest(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided".into(),
-            ));
-        }
+        p.check_resource_version_match()?;
         Ok(p)
+    }
+
+    /// What kube-apiserver forbids together with `continue`.
+    fn check_continue(&self) -> Result<()> {
+        if self.watch {
+            return Err(ApiError::BadRequest("continue: Forbidden: continue is not supported for watch".into()));
+        }
+        if self.rv_match.is_some() {
+            return Err(ApiError::BadRequest(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
+            ));
+        }
+        if self.resource_version.is_some_and(|rv| rv != 0) {
+            return Err(ApiError::BadRequest("specifying resource version is not allowed when using continue".into()));
+        }
+        Ok(())
+    }
+
+    /// kube-apiserver's rules for `resourceVersionMatch` and `sendInitialEvents`.
+    fn check_resource_version_match(&self) -> Result<()> {
+        let forbid = |text: &str| Err(ApiError::BadRequest(text.to_owned()));
+        if !self.watch && self.rv_match.is_some() && self.resource_version.is_none() {
+            return forbid(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            );
+        }
+        if self.rv_match == Some(Match::Exact) && self.resource_version == Some(0) {
+            return forbid(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            );
+        }
+        if !self.send_initial_events {
+            if self.watch && self.rv_match.is_some() {
+                return forbid(
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                );
+            }
+            return Ok(());
+        }
+        if !self.watch {
+            return forbid("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+        }
+        if !self.allow_bookmarks {
+            return forbid(
+                "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is true",
+            );
+        }
+        if self.rv_match != Some(Match::NotOlderThan) {
+            return forbid(
+                "resourceVersionMatch: Unsupported value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            );
+        }
+        Ok(())
     }
 }
 

@@ -3,7 +3,6 @@
 //! rate-limited metadata-only pass (never a permanent watch on all unlabelled Jobs).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,30 +43,25 @@ pub async fn label_new_cronjobs(
     mut owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let buckets: NonZeroU32 = ctx.settings.buckets;
     let config = watcher::Config::default().labels(&selector(&ctx));
     let api: Api<PartialObjectMeta<CronJob>> = Api::all(ctx.client.clone());
     let mut events = watcher(api, config).default_backoff().boxed();
-    // namespace/name -> (bucket, resourceVersion), for unlabelled CronJobs not ours (yet).
-    let mut waiting: BTreeMap<(String, String), (u32, String)> = BTreeMap::new();
+    let mut waiting = Waiting::default();
     loop {
-        let mut todo: Vec<(String, String, u32, String)> = Vec::new();
-        tokio::select! {
-            _ = stop.changed() => if *stop.borrow() { return },
+        let todo = tokio::select! {
+            _ = stop.changed() => {
+                if *stop.borrow() {
+                    return;
+                }
+                Vec::new()
+            }
             changed = owned.changed() => {
                 if changed.is_err() {
                     return; // the coordinator is gone
                 }
                 let now_owned = owned.borrow_and_update().clone();
                 ctx.leftovers.retain(&now_owned);
-                waiting.retain(|(namespace, name), (b, rv)| {
-                    if now_owned.contains(b) {
-                        todo.push((namespace.clone(), name.clone(), *b, rv.clone()));
-                        false
-                    } else {
-                        true
-                    }
-                });
+                waiting.now_owned(&now_owned)
             }
             next = events.next() => {
                 let Some(first) = next else { return };
@@ -81,61 +75,94 @@ pub async fn label_new_cronjobs(
                     }
                 }
                 let owned_now = owned.borrow().clone();
-                for event in batch {
-                    match event {
-                        Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
-                            let rv = meta.metadata.resource_version.unwrap_or_default();
-                            if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
-                                let b = bucket(&namespace, &name, buckets);
-                                if owned_now.contains(&b) {
-                                    todo.push((namespace, name, b, rv));
-                                } else {
-                                    waiting.insert((namespace, name), (b, rv));
-                                }
-                            }
-                        }
-                        // Labelled (by us or a peer) or deleted: no longer waiting.
-                        Ok(watcher::Event::Delete(meta)) => {
-                            if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
-                                ctx.leftovers.delete(&format!("{namespace}/{name}"));
-                                waiting.remove(&(namespace, name));
-                            }
-                        }
-                        Ok(watcher::Event::Init) => waiting.clear(),
-                        Ok(watcher::Event::InitDone) => {}
-                        Err(e) => tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying"),
-                    }
-                }
+                batch.into_iter().filter_map(|event| waiting.on_event(&ctx, event, &owned_now)).collect()
             }
-        }
+        };
         // Several at once: a migration labels every CronJob of the cluster in one go.
         futures::stream::iter(todo)
-            .for_each_concurrent(LABEL_CONCURRENCY, |(namespace, name, b, rv)| {
-                let ctx = ctx.clone();
-                async move {
-                    ctx.limiter.acquire(Priority::Status).await;
-                    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-                    let key = format!("{namespace}/{name}");
-                    match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
-                        Ok(_) => ctx.leftovers.delete(&key),
-                        // The server validates the whole object on the patch: an invalid one
-                        // (stored before a rule existed) can never be labelled. Its bucket's
-                        // worker manages it unlabelled.
-                        Err(kube::Error::Api(status)) if status.code == 422 => {
-                            ctx.log_warn(
-                                "label",
-                                &format!(
-                                    "CronJob {key} cannot be labelled, managed unlabelled in bucket {b}: {}",
-                                    status.message
-                                ),
-                            );
-                            ctx.leftovers.apply(key, b, rv);
-                        }
-                        Err(e) => ctx.log_warn("label", &format!("could not label CronJob {key}: {e}")),
-                    }
-                }
-            })
+            .for_each_concurrent(LABEL_CONCURRENCY, |cronjob| label_cronjob(ctx.clone(), cronjob))
             .await;
+    }
+}
+
+/// An unlabelled CronJob, with its bucket and the resourceVersion seen.
+struct Unlabelled {
+    namespace: String,
+    name: String,
+    bucket: u32,
+    resource_version: String,
+}
+
+/// Unlabelled CronJobs of buckets owned elsewhere, by namespace/name: labelled here if
+/// their bucket moves here.
+#[derive(Default)]
+struct Waiting(BTreeMap<(String, String), (u32, String)>);
+
+impl Waiting {
+    /// Those whose bucket is now owned here leave the wait, to be labelled.
+    fn now_owned(&mut self, owned: &BTreeSet<u32>) -> Vec<Unlabelled> {
+        let mut todo = Vec::new();
+        self.0.retain(|(namespace, name), (bucket, rv)| {
+            if !owned.contains(bucket) {
+                return true;
+            }
+            let (namespace, name, bucket, resource_version) = (namespace.clone(), name.clone(), *bucket, rv.clone());
+            todo.push(Unlabelled { namespace, name, bucket, resource_version });
+            false
+        });
+        todo
+    }
+
+    /// One event of the unlabelled-CronJob watch: a CronJob to label now, or none.
+    fn on_event(
+        &mut self,
+        ctx: &Context,
+        event: Result<watcher::Event<PartialObjectMeta<CronJob>>, watcher::Error>,
+        owned: &BTreeSet<u32>,
+    ) -> Option<Unlabelled> {
+        match event {
+            Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
+                let resource_version = meta.metadata.resource_version.unwrap_or_default();
+                let (namespace, name) = (meta.metadata.namespace?, meta.metadata.name?);
+                let b = bucket(&namespace, &name, ctx.settings.buckets);
+                if owned.contains(&b) {
+                    return Some(Unlabelled { namespace, name, bucket: b, resource_version });
+                }
+                self.0.insert((namespace, name), (b, resource_version));
+            }
+            // Labelled (by us or a peer) or deleted: no longer waiting.
+            Ok(watcher::Event::Delete(meta)) => {
+                if let (Some(namespace), Some(name)) = (meta.metadata.namespace, meta.metadata.name) {
+                    ctx.leftovers.delete(&format!("{namespace}/{name}"));
+                    self.0.remove(&(namespace, name));
+                }
+            }
+            Ok(watcher::Event::Init) => self.0.clear(),
+            Ok(watcher::Event::InitDone) => {}
+            Err(e) => tracing::warn!(error = %e, "watch of unlabelled CronJobs failed; retrying"),
+        }
+        None
+    }
+}
+
+/// Writes the bucket label on one CronJob (a metadata-only merge patch).
+async fn label_cronjob(ctx: Arc<Context>, cronjob: Unlabelled) {
+    let Unlabelled { namespace, name, bucket: b, resource_version } = cronjob;
+    ctx.limiter.acquire(Priority::Status).await;
+    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+    let key = format!("{namespace}/{name}");
+    match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+        Ok(_) => ctx.leftovers.delete(&key),
+        // The server validates the whole object on the patch: an invalid one (stored before a
+        // rule existed) can never be labelled. Its bucket's worker manages it unlabelled.
+        Err(kube::Error::Api(status)) if status.code == 422 => {
+            ctx.log_warn(
+                "label",
+                &format!("CronJob {key} cannot be labelled, managed unlabelled in bucket {b}: {}", status.message),
+            );
+            ctx.leftovers.apply(key, b, resource_version);
+        }
+        Err(e) => ctx.log_warn("label", &format!("could not label CronJob {key}: {e}")),
     }
 }
 
