@@ -76,7 +76,7 @@ fn execute(args: &PlanArgs, from: Timestamp) -> Result<String, String> {
     let plan = compute(&items, window, settings);
     let svg_path = match &args.svg {
         Some(path) => {
-            std::fs::write(path, svg(&plan)).map_err(|e| format!("--svg {}: {e}", path.display()))?;
+            std::fs::write(path, svg(&plan)?).map_err(|e| format!("--svg {}: {e}", path.display()))?;
             Some(path.display().to_string())
         }
         None => None,

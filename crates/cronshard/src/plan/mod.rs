@@ -20,6 +20,8 @@ pub use render::{render_text, to_json};
 
 use cronshard_types::{Timestamp, Zone};
 
+use crate::plot::number as fmt_num;
+
 const MIB: u64 = 1024 * 1024;
 
 fn utc(at: Timestamp) -> String {
@@ -32,12 +34,6 @@ fn utc_second(unix: i64) -> String {
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB as f64
-}
-
-/// At most three decimals, no trailing zeros: 1089, 2.97, 0.099.
-fn fmt_num(x: f64) -> String {
-    let text = format!("{x:.3}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// Six decimals at most, so the JSON does not carry float noise (1088.9999999999998).
