@@ -3,9 +3,12 @@
 
 use std::fmt::Write as _;
 
+use cronshard::plot::{self, Area, DrawError, FONT, LegendEntry, Mark, TEXT, TITLE, number, text_style, text_width};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Herd};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SimReport {
@@ -94,97 +97,281 @@ pub fn table(report: &Report) -> String {
     out
 }
 
-const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"];
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+];
+const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
+const SIZE: (u32, u32) = (1100, 620);
+/// The skew axis: 10 ms to 1000 s; skews outside are drawn at its ends.
+const SKEW: (f64, f64) = (0.01, 1000.0);
+/// At most this many points per arm keep the file small.
+const MOST_POINTS: usize = 1500;
+/// Herd rows are this many units apart: integer coordinates (which plotters' mesh labels with
+/// our names) with room for a bar thinner than its row.
+const ROW: i32 = 10;
 
-/// Skew of every run against its scheduled time, one colour per arm (log scale), and drain
-/// time of each arm's herds next to the lower bound.
-pub fn svg(report: &Report) -> String {
-    let (w, h, left, top, plot_w, plot_h) = (900.0, 520.0, 70.0, 40.0, 560.0, 400.0);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"20\" font-size=\"14\">{}: skew of each run (log scale) against when it was created</text>\n",
-        report.scenario
-    );
-    let y_of = |skew: f64| {
-        let v = skew.max(0.01).log10(); // 10 ms .. 1000 s
-        top + plot_h - (v + 2.0) / 5.0 * plot_h
-    };
-    let x_of = |t: f64| left + (t / report.window_s.max(1.0)).clamp(0.0, 1.0) * plot_w;
-    for (label, v) in
-        [("0.01 s", 0.01), ("0.1 s", 0.1), ("1 s", 1.0), ("10 s", 10.0), ("100 s", 100.0), ("1000 s", 1000.0)]
+fn color(arm: usize) -> RGBColor {
+    COLORS[arm % COLORS.len()]
+}
+
+/// Skew of every run against its scheduled time, one colour per arm (log scale), and the drain
+/// time of each arm's largest herd against its lower bound.
+pub fn svg(report: &Report) -> Result<String, String> {
+    let mut out = String::new();
     {
-        let y = y_of(v);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"5\" y=\"{:.1}\">{label}</text>",
-            left + plot_w,
-            y + 4.0
-        );
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        draw(&root, report).and_then(|()| root.present()).map_err(|e| format!("drawing report.svg: {e}"))?;
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\">Job created, seconds into the window</text>",
-        left + 150.0,
-        top + plot_h + 30.0
+    Ok(out)
+}
+
+fn draw(root: &Area<'_>, report: &Report) -> Result<(), DrawError> {
+    root.fill(&WHITE)?;
+    let title = format!(
+        "{}: {} CronJobs, {} s window, {} writes/s admitted",
+        report.scenario,
+        report.cronjobs,
+        number(report.window_s),
+        number(report.sim.admitted_writes_per_s)
     );
+    let body = root.titled(&title, (FONT, TITLE))?;
+    let mut entries: Vec<LegendEntry> = (report.arms.iter().enumerate())
+        .map(|(i, a)| LegendEntry::new(Mark::Dot(color(i)), format!("{} (missed {})", a.name, a.analysis.missed)))
+        .collect();
+    entries.push(LegendEntry::new(Mark::Line(BLACK), "a herd's lower bound: its Jobs / writes admitted per s"));
+    let (key, rest) = body.split_vertically(plot::legend_height(&entries, body.dim_in_pixel().0));
+    plot::draw_legend(&key, &entries)?;
+    // The herd panel gets room for the arms' names and a plot of at least 360 px beside them.
+    let width = rest.dim_in_pixel().0;
+    let names = report.arms.iter().map(|a| text_width(&a.name, TEXT)).max().unwrap_or(0);
+    let herd_width = (names + 45 + 35 + 360).clamp(width * 2 / 5, width * 11 / 20);
+    let (skews, herds) = rest.split_horizontally(width - herd_width);
+    skew_chart(&skews, report)?;
+    herd_chart(&herds, report)
+}
+
+fn skew_chart(area: &Area<'_>, report: &Report) -> Result<(), DrawError> {
+    let window = report.window_s.max(1.0);
+    let decades = vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0];
+    let mut chart = ChartBuilder::on(area)
+        .caption("skew of each run against when its Job was created", (FONT, TEXT))
+        .margin(10)
+        .margin_right(25)
+        .x_label_area_size(55)
+        .y_label_area_size(text_width("1000 s", TEXT) + 45)
+        .build_cartesian_2d(0.0..window, (SKEW.0..SKEW.1).log_scale().with_key_points(decades))?;
+    chart
+        .configure_mesh()
+        .x_desc("Job created, seconds into the window")
+        .y_desc("skew (log scale)")
+        .x_labels(8)
+        .x_label_formatter(&|t| number(*t))
+        .y_label_formatter(&|s| format!("{} s", number(*s)))
+        .label_style((FONT, TEXT))
+        .axis_desc_style((FONT, TEXT))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
     for (i, arm) in report.arms.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        // At most 1,500 points per arm keep the file small.
-        let step = (arm.analysis.skews.len() / 1500).max(1);
-        for (t, skew) in arm.analysis.skews.iter().step_by(step) {
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.5\" fill=\"{color}\" fill-opacity=\"0.5\"/>",
-                x_of(*t),
-                y_of(*skew)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{} (missed {})</text>",
-            left + plot_w + 20.0,
-            top + 10.0 + i as f64 * 18.0,
-            left + plot_w + 35.0,
-            top + 19.0 + i as f64 * 18.0,
-            arm.name,
-            arm.analysis.missed
-        );
+        let step = (arm.analysis.skews.len() / MOST_POINTS).max(1);
+        let style = color(i).mix(0.5).filled();
+        chart.draw_series(
+            arm.analysis
+                .skews
+                .iter()
+                .step_by(step)
+                .map(|&(t, skew)| Circle::new((t.clamp(0.0, window), skew.clamp(SKEW.0, SKEW.1)), 2, style)),
+        )?;
     }
-    // Herd bars: drain vs lower bound for each arm's largest herd.
-    let bars_top = top + 40.0 + report.arms.len() as f64 * 18.0;
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{bars_top}\">largest herd: drain (bar) vs lower bound (line)</text>",
-        left + plot_w + 20.0
-    );
-    let longest = report
-        .arms
-        .iter()
-        .flat_map(|a| a.analysis.herds.iter())
-        .map(|hd| hd.drain_s.unwrap_or(hd.lower_bound_s).max(hd.lower_bound_s))
+    Ok(())
+}
+
+/// Each arm's largest herd, by its Jobs.
+fn largest_herd(arm: &ArmReport) -> Option<&Herd> {
+    arm.analysis.herds.iter().max_by_key(|h| h.jobs)
+}
+
+/// One row per arm, first at the top: its largest herd's drain as a bar with its number, faded
+/// to the axis's end when some runs never came, and the herd's lower bound as a black line.
+fn herd_chart(area: &Area<'_>, report: &Report) -> Result<(), DrawError> {
+    let longest = (report.arms.iter().filter_map(largest_herd))
+        .map(|h| h.drain_s.unwrap_or(h.lower_bound_s).max(h.lower_bound_s))
         .fold(1.0, f64::max);
+    // At least three rows, so one arm's bar is not as tall as the chart.
+    let arms = i32::try_from(report.arms.len()).unwrap_or(i32::MAX);
+    let rows = arms.max(3);
+    let row_of = |i: usize| (rows - 1 - i32::try_from(i).unwrap_or(0)) * ROW;
+    let names_w = report.arms.iter().map(|a| text_width(&a.name, TEXT)).max().unwrap_or(0);
+    let mut chart = ChartBuilder::on(area)
+        .caption("largest herd: drain time (bar) vs lower bound (line)", (FONT, TEXT))
+        .margin(10)
+        .margin_right(25)
+        .x_label_area_size(55)
+        .y_label_area_size(names_w + 45)
+        .build_cartesian_2d(
+            // Room right of the longest bar for its number.
+            0.0..longest * 1.3,
+            (-ROW / 2..rows * ROW - ROW / 2).with_key_points((0..arms).map(|i| (rows - 1 - i) * ROW).collect()),
+        )?;
+    let name = |y: &i32| {
+        let index = usize::try_from(rows - 1 - y / ROW).unwrap_or(usize::MAX);
+        report.arms.get(index).map(|a| a.name.clone()).unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .x_desc("seconds from the herd's minute to its last Job")
+        .y_desc("arm")
+        .x_labels(6)
+        .x_label_formatter(&|s| number(*s))
+        .y_label_formatter(&name)
+        .label_style((FONT, TEXT))
+        .axis_desc_style((FONT, TEXT))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
     for (i, arm) in report.arms.iter().enumerate() {
-        let Some(herd) = arm.analysis.herds.iter().max_by_key(|hd| hd.jobs) else { continue };
-        let y = bars_top + 12.0 + i as f64 * 22.0;
-        let scale = 230.0 / longest;
-        let x0 = left + plot_w + 20.0;
-        let drain = herd.drain_s.unwrap_or(longest);
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x0}\" y=\"{y}\" width=\"{:.1}\" height=\"14\" fill=\"{}\" fill-opacity=\"{}\"/>",
-            drain * scale,
-            COLORS[i % COLORS.len()],
-            if herd.drain_s.is_some() { "0.8" } else { "0.25" }
-        );
-        let lb = x0 + herd.lower_bound_s * scale;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{lb:.1}\" x2=\"{lb:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"black\" stroke-width=\"2\"/>",
-            y - 2.0,
-            y + 16.0
-        );
+        let y = row_of(i);
+        let Some(herd) = largest_herd(arm) else {
+            let note = Text::new("no herd", (4, 0), text_style(TEXT, BLACK, HPos::Left, VPos::Center));
+            chart.draw_series(std::iter::once(EmptyElement::at((0.0, y)) + note))?;
+            continue;
+        };
+        herd_row(&mut chart, herd, y, color(i), longest)?;
     }
-    s.push_str("</svg>\n");
-    s
+    Ok(())
+}
+
+type HerdChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::combinators::WithKeyPoints<plotters::coord::types::RangedCoordi32>,
+    >,
+>;
+
+/// One herd's bar with its number, and its lower bound as a line with its number.
+fn herd_row(
+    chart: &mut HerdChart<'_, '_>,
+    herd: &Herd,
+    y: i32,
+    color: RGBColor,
+    longest: f64,
+) -> Result<(), DrawError> {
+    let bound = herd.lower_bound_s;
+    // Right of the bar (and of the line, when the bound is past the bar); under the faded bar
+    // that stands for a drain that never ended, where the line does not cross it.
+    let (end, fill, label, at, offset, v) = match herd.drain_s {
+        Some(d) => (d, color.mix(0.85), format!("{} s", number(d)), (d.max(bound), y), (6, 0), VPos::Center),
+        None => (longest, color.mix(0.25), "some runs never came".to_owned(), (0.0, y - 3), (0, 2), VPos::Top),
+    };
+    chart.draw_series(std::iter::once(Rectangle::new([(0.0, y - 2), (end, y + 2)], fill.filled())))?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(vec![(bound, y - 3), (bound, y + 3)], BLACK.stroke_width(2))))?;
+    let style = text_style(TEXT, BLACK, HPos::Left, v);
+    chart.draw_series(std::iter::once(EmptyElement::at(at) + Text::new(label, offset, style)))?;
+    // Above the line, on the side with room.
+    let side = if bound > longest * 0.5 { HPos::Right } else { HPos::Left };
+    let text = format!("{} Jobs, bound {} s", herd.jobs, number(bound));
+    let style = text_style(TEXT, BLACK, side, VPos::Bottom);
+    chart.draw_series(std::iter::once(EmptyElement::at((bound, y + 3)) + Text::new(text, (0, -3), style)))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Percentiles;
+
+    /// The text of every `<text>` element, trimmed; the SVG must be XML.
+    fn texts(svg: &str) -> Vec<String> {
+        let doc = roxmltree::Document::parse(svg).expect("the SVG is XML");
+        doc.descendants().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").trim().to_owned()).collect()
+    }
+
+    fn herd(jobs: usize, drain_s: Option<f64>) -> Herd {
+        Herd { at: "2026-12-01T00:00:00Z".into(), jobs, drain_s, lower_bound_s: jobs as f64 / 1000.0 }
+    }
+
+    fn arm(name: &str, missed: usize, herds: Vec<Herd>, skews: Vec<(f64, f64)>) -> ArmReport {
+        let analysis = Analysis {
+            expected: 10_000,
+            created: 10_000 - missed,
+            missed,
+            skew_s: Percentiles { p50: 0.5, p99: 7.0, max: 9.0 },
+            herds,
+            skews,
+            ..Analysis::default()
+        };
+        ArmReport {
+            name: name.into(),
+            replicas: 3,
+            kind: "test".into(),
+            analysis,
+            cpu_s: vec![1.0],
+            peak_rss_mb: vec![50.0],
+        }
+    }
+
+    /// Three arms: a drained herd, a herd some of whose runs never came, and no herd at all.
+    fn report() -> Report {
+        let curve: Vec<(f64, f64)> = (0..6000).map(|i| (20.0 + f64::from(i) / 1000.0, f64::from(i) / 700.0)).collect();
+        let late: Vec<(f64, f64)> = (0..300).map(|i| (80.0 + f64::from(i) / 10.0, 40.0 + f64::from(i))).collect();
+        Report {
+            scenario: "herd".into(),
+            cronjobs: 10_000,
+            window_s: 120.0,
+            date: "2026-12-01".into(),
+            machine: "test".into(),
+            sim: SimReport { admitted_writes_per_s: 1000.0, compaction_interval_s: 300 },
+            arms: vec![
+                arm("cronshard-3", 0, vec![herd(6000, Some(8.2)), herd(100, Some(0.2))], curve),
+                arm("v2", 120, vec![herd(6000, None)], late),
+                arm("quiet", 0, vec![], vec![(1.0, 0.005), (2.0, 5000.0)]),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_svg_has_axes_a_legend_and_numbered_bars() {
+        let picture = svg(&report()).expect("drawn");
+        // Set REPORT_SVG to a path to look at the picture.
+        if let Some(path) = std::env::var_os("REPORT_SVG") {
+            std::fs::write(path, &picture).expect("write REPORT_SVG");
+        }
+        assert!(picture.starts_with("<svg ") && picture.trim_end().ends_with("</svg>"));
+        let texts = texts(&picture);
+        for text in [
+            "Job created, seconds into the window",
+            "skew (log scale)",
+            "0.01 s",
+            "1000 s",
+            "0",
+            "seconds from the herd's minute to its last Job",
+            "cronshard-3 (missed 0)",
+            "v2 (missed 120)",
+            "quiet (missed 0)",
+            "8.2 s",
+            "6000 Jobs, bound 6 s",
+            "some runs never came",
+            "no herd",
+        ] {
+            assert!(texts.iter().any(|t| t == text), "{text} missing from {texts:?}");
+        }
+        // Every arm's points are drawn, thinned to at most 1,500 each.
+        let points = picture.matches("<circle").count();
+        assert!((1500 + 300 + 2..=1500 + 300 + 2 + 10).contains(&points), "{points} points");
+    }
+
+    #[test]
+    fn an_empty_report_still_draws() {
+        let mut empty = report();
+        empty.arms.clear();
+        assert!(texts(&svg(&empty).expect("drawn")).iter().any(|t| t == "skew (log scale)"));
+    }
 }

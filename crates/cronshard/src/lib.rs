@@ -1,5 +1,8 @@
 //! The `cronshard` controller's library side: what its command lines share with the project's
-//! other binaries (`cronshard-sim`, the benchmark harness), and one replica's glue.
+//! other binaries (`cronshard-sim`, the benchmark harness), one replica's glue, the capacity
+//! plan behind `cronshard plan`, and what the project's SVG charts share.
 
 pub mod cli;
+pub mod plan;
+pub mod plot;
 pub mod replica;

@@ -84,7 +84,7 @@ async fn run(args: Args) -> Result<(), String> {
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(args.out.join("report.json"), json + "\n").map_err(|e| e.to_string())?;
-    std::fs::write(args.out.join("report.svg"), svg(&report)).map_err(|e| e.to_string())?;
+    std::fs::write(args.out.join("report.svg"), svg(&report)?).map_err(|e| e.to_string())?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", table(&report));

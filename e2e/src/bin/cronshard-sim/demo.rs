@@ -164,7 +164,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(out.join("report.json"), json + "\n").map_err(|e| e.to_string())?;
-    std::fs::write(out.join("report.svg"), svg(&report)).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.svg"), svg(&report)?).map_err(|e| e.to_string())?;
     say("");
     say(&table(&report));
     say(&format!("report: {}", out.join("report.json").display()));
