@@ -150,19 +150,36 @@ pub fn analyze(
             *acc.entry(t).or_default() += 1;
             acc
         });
-    for (t, jobs) in &per_instant {
-        if *jobs > herd_size {
-            let complete = created_per_instant.get(t) == Some(jobs);
-            a.herds.push(Herd {
-                at: Timestamp::from_second(*t).map(|ts| ts.to_string()).unwrap_or_default(),
-                jobs: *jobs,
-                drain_s: complete
-                    .then(|| last_create.get(t).map(|l| ((l - *t as f64) * 1000.0).round() / 1000.0))
-                    .flatten(),
-                lower_bound_s: *jobs as f64 / admitted_writes_per_s.max(1.0),
-            });
+    a.herds = herds(&per_instant, &created_per_instant, &last_create, admitted_writes_per_s);
+    count_requests(records, &mut a);
+    a
+}
+
+/// The instants with more runs due than the server admits writes in a second, and how long
+/// each took to drain (`None` if some of its runs never came).
+fn herds(
+    per_instant: &BTreeMap<i64, usize>,
+    created_per_instant: &HashMap<i64, usize>,
+    last_create: &HashMap<i64, f64>,
+    admitted_writes_per_s: f64,
+) -> Vec<Herd> {
+    let herd_size = admitted_writes_per_s.max(1.0) as usize;
+    let herd = |(t, jobs): (&i64, &usize)| {
+        let complete = created_per_instant.get(t) == Some(jobs);
+        Herd {
+            at: Timestamp::from_second(*t).map(|ts| ts.to_string()).unwrap_or_default(),
+            jobs: *jobs,
+            drain_s: complete
+                .then(|| last_create.get(t).map(|l| ((l - *t as f64) * 1000.0).round() / 1000.0))
+                .flatten(),
+            lower_bound_s: *jobs as f64 / admitted_writes_per_s.max(1.0),
         }
-    }
+    };
+    per_instant.iter().filter(|(_, jobs)| **jobs > herd_size).map(herd).collect()
+}
+
+/// Requests by verb, and the 410s and 429s among them.
+fn count_requests(records: &[Value], a: &mut Analysis) {
     for r in records {
         if let Some(verb) = r["verb"].as_str() {
             *a.requests.entry(verb.to_owned()).or_default() += 1;
@@ -173,7 +190,6 @@ pub fn analyze(
             _ => {}
         }
     }
-    a
 }
 
 #[cfg(test)]

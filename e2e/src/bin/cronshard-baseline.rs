@@ -171,7 +171,8 @@ async fn sweep(ctx: &Context) -> Result<(), kube::Error> {
     }
 }
 
-/// v2's delaying queue: a key is queued at most once, at its earliest time.
+/// v2's delaying queue: a key is queued at most once, at its earliest time, and handed to
+/// one worker at a time.
 #[derive(Default)]
 struct Queue {
     heap: BinaryHeap<Reverse<(Timestamp, String)>>,
@@ -179,25 +180,103 @@ struct Queue {
     busy: HashSet<String>,
 }
 
+impl Queue {
+    /// Queues `k` at `at` unless it is queued earlier already; whether it was.
+    fn add(&mut self, k: String, at: Timestamp) -> bool {
+        if self.at.get(&k).is_some_and(|t| *t <= at) {
+            return false;
+        }
+        self.at.insert(k.clone(), at);
+        self.heap.push(Reverse((at, k)));
+        true
+    }
+
+    /// The next key due at `now`, marked busy until [`Queue::done`].
+    fn take_due(&mut self, now: Timestamp) -> Option<String> {
+        while let Some(Reverse((at, k))) = self.heap.peek().cloned() {
+            if at > now {
+                return None;
+            }
+            self.heap.pop();
+            if self.at.get(&k) != Some(&at) {
+                continue;
+            }
+            if self.busy.contains(&k) {
+                // Being synced: look again shortly, as client-go's dirty set does.
+                self.heap.push(Reverse((now + jiff::SignedDuration::from_millis(100), k)));
+                return None;
+            }
+            self.at.remove(&k);
+            self.busy.insert(k.clone());
+            return Some(k);
+        }
+        None
+    }
+
+    fn done(&mut self, k: &str) {
+        self.busy.remove(k);
+    }
+}
+
+/// The queue shared by the informers and the workers, with its wake-up.
+#[derive(Clone)]
+struct SharedQueue {
+    queue: Arc<Mutex<Queue>>,
+    notify: Arc<tokio::sync::Notify>,
+    clock: Clock,
+}
+
+impl SharedQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `k` at `at`, or now.
+    fn enqueue(&self, k: String, at: Option<Timestamp>) {
+        let at = at.unwrap_or_else(|| self.clock.now());
+        if self.lock().add(k, at) {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Waits for the next due key.
+    async fn next(&self) -> String {
+        loop {
+            let due = self.lock().take_due(self.clock.now());
+            if let Some(k) = due {
+                return k;
+            }
+            tokio::select! {
+                () = self.notify.notified() => {}
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+}
+
 async fn v2(ctx: Arc<Context>, workers: usize) {
     let (cj_reader, cj_writer) = reflector::store::<CronJob>();
     let (job_reader, job_writer) = reflector::store::<Job>();
-    let queue = Arc::new(Mutex::new(Queue::default()));
-    let notify = Arc::new(tokio::sync::Notify::new());
-    let enqueue = {
-        let (queue, notify, clock) = (queue.clone(), notify.clone(), ctx.clock.clone());
-        move |k: String, at: Option<Timestamp>| {
-            let at = at.unwrap_or_else(|| clock.now());
-            let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-            if q.at.get(&k).is_some_and(|t| *t <= at) {
-                return;
-            }
-            q.at.insert(k.clone(), at);
-            q.heap.push(Reverse((at, k)));
-            drop(q);
-            notify.notify_one();
-        }
+    let queue = SharedQueue { queue: Arc::default(), notify: Arc::default(), clock: ctx.clock.clone() };
+    let informers = v2_informers(&ctx, cj_writer, job_writer, queue.clone());
+    // Like an informer-based controller, workers start once the caches have synced: a key
+    // taken before its object is in the cache would be lost.
+    let pool = async {
+        let _ = cj_reader.wait_until_ready().await;
+        let _ = job_reader.wait_until_ready().await;
+        let worker = |_| v2_worker(ctx.clone(), queue.clone(), cj_reader.clone(), job_reader.clone());
+        futures::future::join_all((0..workers.max(1)).map(worker)).await;
     };
+    futures::join!(informers, pool);
+}
+
+/// Watches of all CronJobs and all Jobs into the caches; a change queues its CronJob.
+async fn v2_informers(
+    ctx: &Context,
+    cj_writer: reflector::store::Writer<CronJob>,
+    job_writer: reflector::store::Writer<Job>,
+    queue: SharedQueue,
+) {
     let cj_events = watcher(Api::<CronJob>::all(ctx.client.clone()), watcher::Config::default())
         .default_backoff()
         .reflect(cj_writer)
@@ -206,98 +285,53 @@ async fn v2(ctx: Arc<Context>, workers: usize) {
         .default_backoff()
         .reflect(job_writer)
         .touched_objects();
-    let by_uid: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-    let informers = {
-        let (enqueue, by_uid) = (enqueue.clone(), by_uid.clone());
-        async move {
-            let cj = cj_events.for_each(|e| {
-                if let Ok(cj) = e {
-                    let k = key(&cj.metadata);
-                    if let Some(uid) = &cj.metadata.uid {
-                        by_uid.lock().unwrap_or_else(|e| e.into_inner()).insert(uid.clone(), k.clone());
-                    }
-                    enqueue(k, None);
-                }
-                async {}
-            });
-            let jobs = job_events.for_each(|e| {
-                if let Ok(job) = e
-                    && let Some(owner) = controller_uid(&job.metadata)
-                    && let Some(k) = by_uid.lock().unwrap_or_else(|e| e.into_inner()).get(&owner).cloned()
-                {
-                    enqueue(k, None);
-                }
-                async {}
-            });
-            futures::join!(cj, jobs);
-        }
-    };
-    let worker = |_: usize| {
-        let (ctx, queue, notify, enqueue) = (ctx.clone(), queue.clone(), notify.clone(), enqueue.clone());
-        let (cj_reader, job_reader) = (cj_reader.clone(), job_reader.clone());
-        async move {
-            loop {
-                let next = {
-                    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                    let now = ctx.clock.now();
-                    let mut found = None;
-                    while let Some(Reverse((at, k))) = q.heap.peek().cloned() {
-                        if at > now {
-                            break;
-                        }
-                        q.heap.pop();
-                        if q.at.get(&k) != Some(&at) {
-                            continue;
-                        }
-                        if q.busy.contains(&k) {
-                            // Being synced: look again shortly, as client-go's dirty set does.
-                            q.heap.push(Reverse((now + jiff::SignedDuration::from_millis(100), k)));
-                            break;
-                        }
-                        q.at.remove(&k);
-                        q.busy.insert(k.clone());
-                        found = Some(k);
-                        break;
-                    }
-                    found
-                };
-                let Some(k) = next else {
-                    tokio::select! {
-                        () = notify.notified() => {}
-                        () = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    }
-                    continue;
-                };
-                if let Some(cj) = find(&cj_reader, &k) {
-                    // Upstream lists the namespace's Jobs from the informer and filters them.
-                    let namespace = cj.metadata.namespace.clone().unwrap_or_default();
-                    let uid = cj.metadata.uid.clone().unwrap_or_default();
-                    let children = job_reader
-                        .state()
-                        .iter()
-                        .filter(|j| j.metadata.namespace.as_deref() == Some(namespace.as_str()))
-                        .filter(|j| controller_uid(&j.metadata).as_deref() == Some(uid.as_str()))
-                        .map(|j| child_job(j))
-                        .collect();
-                    let requeue = sync_one(&ctx, &cj, children).await;
-                    queue.lock().unwrap_or_else(|e| e.into_inner()).busy.remove(&k);
-                    if let Some(at) = requeue {
-                        enqueue(k, Some(at));
-                    }
-                } else {
-                    queue.lock().unwrap_or_else(|e| e.into_inner()).busy.remove(&k);
-                }
+    let by_uid: Mutex<HashMap<String, String>> = Mutex::default();
+    let cronjobs = cj_events.for_each(|e| {
+        if let Ok(cj) = e {
+            let k = key(&cj.metadata);
+            if let Some(uid) = &cj.metadata.uid {
+                by_uid.lock().unwrap_or_else(|e| e.into_inner()).insert(uid.clone(), k.clone());
             }
+            queue.enqueue(k, None);
         }
-    };
-    // Like an informer-based controller, workers start once the caches have synced: a key
-    // taken before its object is in the cache would be lost.
-    let pool = async {
-        let _ = cj_reader.wait_until_ready().await;
-        let _ = job_reader.wait_until_ready().await;
-        futures::future::join_all((0..workers.max(1)).map(worker)).await;
-    };
-    futures::join!(informers, pool);
+        async {}
+    });
+    let jobs = job_events.for_each(|e| {
+        if let Ok(job) = e
+            && let Some(owner) = controller_uid(&job.metadata)
+            && let Some(k) = by_uid.lock().unwrap_or_else(|e| e.into_inner()).get(&owner).cloned()
+        {
+            queue.enqueue(k, None);
+        }
+        async {}
+    });
+    futures::join!(cronjobs, jobs);
+}
+
+/// One of v2's workers: takes a due key, syncs it, requeues it at the time the sync asks.
+async fn v2_worker(ctx: Arc<Context>, queue: SharedQueue, cj_reader: Store<CronJob>, job_reader: Store<Job>) {
+    loop {
+        let k = queue.next().await;
+        let Some(cj) = find(&cj_reader, &k) else {
+            queue.lock().done(&k);
+            continue;
+        };
+        // Upstream lists the namespace's Jobs from the informer and filters them.
+        let namespace = cj.metadata.namespace.clone().unwrap_or_default();
+        let uid = cj.metadata.uid.clone().unwrap_or_default();
+        let children = job_reader
+            .state()
+            .iter()
+            .filter(|j| j.metadata.namespace.as_deref() == Some(namespace.as_str()))
+            .filter(|j| controller_uid(&j.metadata).as_deref() == Some(uid.as_str()))
+            .map(|j| child_job(j))
+            .collect();
+        let requeue = sync_one(&ctx, &cj, children).await;
+        queue.lock().done(&k);
+        if let Some(at) = requeue {
+            queue.enqueue(k, Some(at));
+        }
+    }
 }
 
 fn find(store: &Store<CronJob>, k: &str) -> Option<Arc<CronJob>> {

@@ -5,14 +5,14 @@
 
 use std::io::Write;
 use std::num::NonZeroU32;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use clap::Args;
 use cronshard_e2e::analysis::{Percentiles, analyze, creates};
 use cronshard_e2e::report::{ArmReport, Report, SimReport, svg, table};
-use cronshard_e2e::scenario::{INCIDENT, Scenario};
+use cronshard_e2e::scenario::{CronJobSeed, INCIDENT, Scenario};
 use cronshard_sim::{Config, Resource, SimState};
 use cronshard_types::Timestamp;
 
@@ -55,68 +55,18 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     let out =
         args.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("cronshard-demo-{}", std::process::id())));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-
-    // The simulated API server, in this process.
-    let mut config = Config::default();
-    config.flow.admitted_writes_per_s = scenario.sim.admitted_writes_per_s;
-    config.compaction_interval = Duration::from_secs(scenario.sim.compaction_interval_s);
-    let sim = SimState::new(config);
-    let _background = sim.spawn_background();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-    let url = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-    let app = cronshard_sim::app(sim.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let (sim, url) = start_sim(&scenario).await?;
     let kubeconfig = out.join("kubeconfig");
     std::fs::write(&kubeconfig, crate::serve::kubeconfig(&url, None)).map_err(|e| e.to_string())?;
-
-    // 20 s before the next hour, so the hourly herd falls inside the run.
-    let clock = sim.store().clock();
-    let to_hour = 3600 - clock.now().as_second().rem_euclid(3600);
-    clock.set_offset(clock.offset() + jiff::SignedDuration::from_secs(to_hour - scenario.lead_s as i64));
-    let start = clock.now();
-    let seeds = scenario.cronjobs(start);
-    let buckets = NonZeroU32::new(64).ok_or("buckets")?;
-    // CronJobs created during the run (unlabelled: the replicas label them) come later.
-    let body: String =
-        seeds.iter().filter(|s| s.appears_s == 0.0).map(|s| s.object(buckets).to_string() + "\n").collect();
-    sim.load(body.as_bytes()).map_err(|e| e.to_string())?;
+    let (seeds, start) = load_incident(&sim, &scenario)?;
     say(&format!("cronshard demo: {} CronJobs (incident mix), {} replicas, {} s", seeds.len(), args.replicas, window));
     say(&format!("  watch it:  kubectl --kubeconfig {} get cronjobs,jobs -A", kubeconfig.display()));
     say(&format!("  logs:      {}", out.display()));
+    let mut replicas = start_replicas(&args, &kubeconfig, &url, &out)?;
 
-    let exe = controller_binary()?;
-    let mut replicas = Vec::new();
-    for i in 0..args.replicas {
-        let log = std::fs::File::create(out.join(format!("replica-{i}.log"))).map_err(|e| e.to_string())?;
-        let port = match args.metrics_port_base {
-            Some(base) => base
-                .checked_add(u16::try_from(i).map_err(|e| e.to_string())?)
-                .ok_or("--metrics-port-base leaves no room for every replica's port")?,
-            None => 0,
-        };
-        if port != 0 {
-            say(&format!("  replica-{i} metrics: http://127.0.0.1:{port}/metrics"));
-        }
-        let child = tokio::process::Command::new(&exe)
-            .args(["run", "--kubeconfig", &kubeconfig.to_string_lossy(), "--identity", &format!("replica-{i}")])
-            .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--testing-clock-from", &url])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("{}: {e}", exe.display()))?;
-        replicas.push(child);
-    }
-
-    let mut due_times: Vec<i64> = seeds
-        .iter()
-        .flat_map(|s| {
-            s.expected(start, start.checked_add(jiff::SignedDuration::from_secs_f64(window)).unwrap_or(start), false)
-        })
-        .map(|t| t.as_second())
-        .collect();
+    let end = start.checked_add(jiff::SignedDuration::from_secs_f64(window)).unwrap_or(start);
+    let mut due_times: Vec<i64> =
+        seeds.iter().flat_map(|s| s.expected(start, end, false)).map(|t| t.as_second()).collect();
     due_times.sort_unstable();
     let pids: Vec<u32> = replicas.iter().filter_map(tokio::process::Child::id).collect();
     let mut usage = vec![(0.0, 0.0); pids.len()];
@@ -136,14 +86,99 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     for child in &mut replicas {
         let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
     }
+    let report = report(&sim, &scenario, &seeds, start, args.replicas, &usage);
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.json"), json + "\n").map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.svg"), svg(&report)?).map_err(|e| e.to_string())?;
+    say("");
+    say(&table(&report));
+    say(&format!("report: {}", out.join("report.json").display()));
+    Ok(())
+}
 
+/// The simulated API server, in this process, with the scenario's settings; its URL.
+async fn start_sim(scenario: &Scenario) -> Result<(SimState, String), String> {
+    let mut config = Config::default();
+    config.flow.admitted_writes_per_s = scenario.sim.admitted_writes_per_s;
+    config.compaction_interval = Duration::from_secs(scenario.sim.compaction_interval_s);
+    let sim = SimState::new(config);
+    // Dropping the handles detaches the tasks: they run as long as the process.
+    drop(sim.spawn_background());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+    let url = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
+    let app = cronshard_sim::app(sim.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((sim, url))
+}
+
+/// Sets the clock to the scenario's lead before the next hour (so the hourly herd falls
+/// inside the run) and loads the CronJobs that exist from the start; those created during
+/// the run (unlabelled: the replicas label them) come later.
+fn load_incident(sim: &SimState, scenario: &Scenario) -> Result<(Vec<CronJobSeed>, Timestamp), String> {
+    let clock = sim.store().clock();
+    let to_hour = 3600 - clock.now().as_second().rem_euclid(3600);
+    clock.set_offset(clock.offset() + jiff::SignedDuration::from_secs(to_hour - scenario.lead_s as i64));
+    let start = clock.now();
+    let seeds = scenario.cronjobs(start);
+    let buckets = NonZeroU32::new(64).ok_or("buckets")?;
+    let body: String =
+        seeds.iter().filter(|s| s.appears_s == 0.0).map(|s| s.object(buckets).to_string() + "\n").collect();
+    sim.load(body.as_bytes()).map_err(|e| e.to_string())?;
+    Ok((seeds, start))
+}
+
+/// `cronshard run` processes (the binary beside this one), replica-0 … replica-(R-1).
+fn start_replicas(
+    args: &DemoArgs,
+    kubeconfig: &Path,
+    url: &str,
+    out: &Path,
+) -> Result<Vec<tokio::process::Child>, String> {
+    let exe = controller_binary()?;
+    let mut replicas = Vec::new();
+    for i in 0..args.replicas {
+        let log = std::fs::File::create(out.join(format!("replica-{i}.log"))).map_err(|e| e.to_string())?;
+        let port = match args.metrics_port_base {
+            Some(base) => base
+                .checked_add(u16::try_from(i).map_err(|e| e.to_string())?)
+                .ok_or("--metrics-port-base leaves no room for every replica's port")?,
+            None => 0,
+        };
+        if port != 0 {
+            say(&format!("  replica-{i} metrics: http://127.0.0.1:{port}/metrics"));
+        }
+        let child = tokio::process::Command::new(&exe)
+            .args(["run", "--kubeconfig", &kubeconfig.to_string_lossy(), "--identity", &format!("replica-{i}")])
+            .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--testing-clock-from", url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        replicas.push(child);
+    }
+    Ok(replicas)
+}
+
+/// The run judged from the simulator's audit log, in the benchmark's report shape.
+fn report(
+    sim: &SimState,
+    scenario: &Scenario,
+    seeds: &[CronJobSeed],
+    start: Timestamp,
+    replicas: usize,
+    usage: &[(f64, f64)],
+) -> Report {
     let now = sim.store().clock().now();
     // Runs due in the last 10 s may still be in flight when the demo ends: not counted.
     let to = now.checked_sub(jiff::SignedDuration::from_secs(10)).unwrap_or(now);
     let records: Vec<serde_json::Value> =
         sim.0.audit.since(0).iter().filter_map(|r| serde_json::to_value(r).ok()).collect();
-    let analysis = analyze(&seeds, &records, start, to, false, scenario.sim.admitted_writes_per_s);
-    let report = Report {
+    let analysis = analyze(seeds, &records, start, to, false, scenario.sim.admitted_writes_per_s);
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    Report {
         scenario: "incident (demo)".into(),
         cronjobs: seeds.len(),
         window_s: now.duration_since(start).as_secs_f64().round(),
@@ -154,21 +189,14 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             compaction_interval_s: scenario.sim.compaction_interval_s,
         },
         arms: vec![ArmReport {
-            name: format!("cronshard-{}", args.replicas),
-            replicas: args.replicas,
+            name: format!("cronshard-{replicas}"),
+            replicas,
             kind: "cronshard at its defaults".into(),
             analysis,
-            cpu_s: usage.iter().map(|u| (u.0 * 100.0_f64).round() / 100.0).collect(),
-            peak_rss_mb: usage.iter().map(|u| (u.1 * 100.0_f64).round() / 100.0).collect(),
+            cpu_s: usage.iter().map(|u| round(u.0)).collect(),
+            peak_rss_mb: usage.iter().map(|u| round(u.1)).collect(),
         }],
-    };
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("report.json"), json + "\n").map_err(|e| e.to_string())?;
-    std::fs::write(out.join("report.svg"), svg(&report)?).map_err(|e| e.to_string())?;
-    say("");
-    say(&table(&report));
-    say(&format!("report: {}", out.join("report.json").display()));
-    Ok(())
+    }
 }
 
 /// Prints one progress line a second until the window has passed.

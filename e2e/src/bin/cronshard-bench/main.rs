@@ -1,0 +1,126 @@
+//! The benchmark harness (docs/benchmarks.md): for each arm, a fresh `cronshard-sim serve`
+//! with the scenario's settings, the scenario's CronJobs bulk-loaded, the arm's controller
+//! processes started, faults applied on time; then the audit log is read and compared with
+//! what was due. Writes `report.json` and `report.svg` to `--out` and prints a table.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+mod arm;
+mod procs;
+
+use clap::Parser;
+use cronshard_e2e::report::{Report, SimReport, svg, table};
+use cronshard_e2e::scenario::{Scenario, builtin_path};
+use cronshard_types::Timestamp;
+
+use self::arm::run_arm;
+
+#[derive(Debug, Parser)]
+#[command(about = "Runs a benchmark scenario against cronshard and the baseline controllers")]
+struct Args {
+    /// A shipped scenario (incident, herd, failover, degraded, catchup, scale, smoke) or a path.
+    #[arg(long)]
+    scenario: String,
+    /// Comma-separated: cronshard-R (R replicas), v1, v2, v2-tuned.
+    #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
+    arms: Vec<String>,
+    #[arg(long)]
+    out: PathBuf,
+    /// Scale the scenario to this many CronJobs.
+    #[arg(long)]
+    cronjobs: Option<usize>,
+    /// Scale the measured window (faults keep their relative place).
+    #[arg(long)]
+    window_s: Option<f64>,
+    /// Where `cronshard` and `cronshard-baseline` are; default: beside this program.
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+}
+
+const MAX_PROCESSES: usize = 16;
+
+fn main() -> ExitCode {
+    cronshard_e2e::main_with(run(Args::parse()))
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let path =
+        if Path::new(&args.scenario).exists() { PathBuf::from(&args.scenario) } else { builtin_path(&args.scenario) };
+    let scenario = Scenario::load(&path).map_err(|e| e.to_string())?.scaled(args.cronjobs, args.window_s);
+    let bin_dir = match args.bin_dir.clone() {
+        Some(d) => d,
+        None => std::env::current_exe().map_err(|e| e.to_string())?.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    for bin in ["cronshard", "cronshard-sim", "cronshard-baseline"] {
+        if !bin_dir.join(bin).exists() {
+            return Err(format!(
+                "{} not found: build it first (cargo build --release -p cronshard -p cronshard-e2e)",
+                bin_dir.join(bin).display()
+            ));
+        }
+    }
+    for arm in &args.arms {
+        arm_processes(arm).ok_or_else(|| format!("unknown arm {arm:?}: use cronshard-R, v1, v2 or v2-tuned"))?;
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let mut arms = Vec::new();
+    for arm in &args.arms {
+        tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
+        arms.push(run_arm(&bin_dir, &scenario, arm, &args.out).await?);
+    }
+    let report = Report {
+        scenario: scenario.name.clone(),
+        cronjobs: scenario.cronjobs
+            + scenario.later.as_ref().map_or(0, |l| (scenario.cronjobs as f64 * l.ratio).round() as usize),
+        window_s: scenario.window_s,
+        date: Timestamp::now().to_string(),
+        machine: machine(),
+        sim: SimReport {
+            admitted_writes_per_s: scenario.sim.admitted_writes_per_s,
+            compaction_interval_s: scenario.sim.compaction_interval_s,
+        },
+        arms,
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(args.out.join("report.json"), json + "\n").map_err(|e| e.to_string())?;
+    std::fs::write(args.out.join("report.svg"), svg(&report)?).map_err(|e| e.to_string())?;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", table(&report));
+    let _ = writeln!(out, "report: {}", args.out.join("report.json").display());
+    Ok(())
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    format!("{cpus} CPUs, {model}")
+}
+
+/// (processes, kind, command-line arguments per process) of an arm.
+fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
+    let baseline = |algo: &str, extra: &[&str]| {
+        let mut a = vec!["--algo".to_owned(), algo.to_owned()];
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a
+    };
+    match arm {
+        "v1" => Some((1, "re-implementation of the in-tree v1 controller (10 s sweeps, 20 QPS)", baseline("v1", &[]))),
+        "v2" => Some((1, "re-implementation of the in-tree v2 controller (5 workers, 20 QPS)", baseline("v2", &[]))),
+        "v2-tuned" => Some((
+            1,
+            "re-implementation of the in-tree v2 controller, 50 workers, cronshard's client budget",
+            baseline("v2", &["--workers", "50", "--qps", "1000", "--burst", "1000"]),
+        )),
+        _ => {
+            let r: usize = arm.strip_prefix("cronshard-")?.parse().ok()?;
+            (1..=MAX_PROCESSES).contains(&r).then(|| (r, "cronshard at its defaults", Vec::new()))
+        }
+    }
+}
