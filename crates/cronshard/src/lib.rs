@@ -3,6 +3,9 @@
 //! plan behind `cronshard plan`, and what the project's SVG charts share.
 
 pub mod cli;
+mod error;
 pub mod plan;
 pub mod plot;
 pub mod replica;
+
+pub use error::{Error, Result};

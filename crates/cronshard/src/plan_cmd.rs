@@ -1,5 +1,6 @@
 //! `cronshard plan`'s flags and output; the plan itself is [`cronshard::plan`].
 
+use anyhow::Context as _;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
@@ -63,20 +64,20 @@ pub(crate) fn run(args: PlanArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
             ExitCode::from(EXIT_INVALID)
         }
     }
 }
 
-fn execute(args: &PlanArgs, from: Timestamp) -> Result<String, String> {
+fn execute(args: &PlanArgs, from: Timestamp) -> anyhow::Result<String> {
     let settings = Settings::new(args.skew_target, args.qps, args.admitted_writes_per_s, args.memory_per_replica)?;
     let window = Window::new(from, args.hours)?;
     let items = read_items(&args.file)?;
     let plan = compute(&items, window, settings);
     let svg_path = match &args.svg {
         Some(path) => {
-            std::fs::write(path, svg(&plan)?).map_err(|e| format!("--svg {}: {e}", path.display()))?;
+            std::fs::write(path, svg(&plan)?).with_context(|| format!("--svg {}", path.display()))?;
             Some(path.display().to_string())
         }
         None => None,
@@ -94,7 +95,7 @@ fn execute(args: &PlanArgs, from: Timestamp) -> Result<String, String> {
             if let (Some(path), Some(map)) = (svg_path, value.as_object_mut()) {
                 map.insert("svg".to_owned(), Value::String(path));
             }
-            serde_json::to_string_pretty(&value).map(|s| s + "\n").map_err(|e| e.to_string())
+            Ok(serde_json::to_string_pretty(&value)? + "\n")
         }
     }
 }

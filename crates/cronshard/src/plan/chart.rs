@@ -7,6 +7,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::model::Plan;
 use super::{fmt_num, utc, utc_second};
+use crate::Error;
 use crate::plot::{self, Area, DrawError, FONT, LegendEntry, Mark, TEXT, TITLE, text_style, text_width};
 
 const SIZE: (u32, u32) = (1000, 560);
@@ -21,11 +22,11 @@ const FLOOR: f64 = 0.5;
 const MOST_BARS: usize = 720;
 
 /// The chart as an SVG document.
-pub fn svg(plan: &Plan) -> Result<String, String> {
+pub fn svg(plan: &Plan) -> crate::Result<String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        draw(&root, plan).and_then(|()| root.present()).map_err(|e| format!("drawing the chart: {e}"))?;
+        draw(&root, plan).and_then(|()| root.present()).map_err(|e| Error::Chart(e.to_string()))?;
     }
     Ok(out)
 }

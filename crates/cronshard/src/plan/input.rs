@@ -7,6 +7,8 @@ use std::path::Path;
 use cronshard_types::Timestamp;
 use serde_json::Value;
 
+use crate::Error;
+
 /// The fields of one item the plan reads.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Spec<'a> {
@@ -92,32 +94,32 @@ pub fn parse_quantity(text: &str) -> Result<u64, String> {
 }
 
 /// Reads the file (`-` is stdin) and returns its CronJobs as JSON values.
-pub fn read_items(path: &Path) -> Result<Vec<Value>, String> {
+pub fn read_items(path: &Path) -> crate::Result<Vec<Value>> {
     if path == Path::new("-") {
         let mut bytes = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut bytes).map_err(|e| format!("stdin: {e}"))?;
+        std::io::stdin().lock().read_to_end(&mut bytes).map_err(|e| Error::Input(format!("stdin: {e}")))?;
         return items_of("stdin", &bytes);
     }
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::Input(format!("{name}: {e}")))?;
     items_of(&name, &bytes)
 }
 
 /// The items of a `List`, of a JSON array, or one CronJob. Items stay untyped: real clusters
 /// carry fields no schema here knows.
-fn items_of(name: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
+fn items_of(name: &str, bytes: &[u8]) -> crate::Result<Vec<Value>> {
     let no_items = || {
-        format!(
+        Error::Input(format!(
             "{name}: no items: expected the output of `kubectl get cronjobs -A -o json` \
              (a List with items), one CronJob, or a JSON array of CronJobs"
-        )
+        ))
     };
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| Error::Input(format!("{name}: not JSON: {e}")))?;
     match doc {
         Value::Array(items) => Ok(items),
         Value::Object(mut map) => match map.remove("items") {
             Some(Value::Array(items)) => Ok(items),
-            Some(_) => Err(format!("{name}: items is not an array")),
+            Some(_) => Err(Error::Input(format!("{name}: items is not an array"))),
             None if map.get("kind").and_then(Value::as_str) == Some("CronJob") => Ok(vec![Value::Object(map)]),
             None => Err(no_items()),
         },
@@ -158,12 +160,12 @@ mod tests {
         assert_eq!(items_of("f", json!([one]).to_string().as_bytes()).expect("array").len(), 1);
         assert_eq!(items_of("f", one.to_string().as_bytes()).expect("one").len(), 1);
         assert!(items_of("f", br#"{"kind":"List","items":[]}"#).expect("empty").is_empty());
-        let err = items_of("cronjobs.yaml", b"apiVersion: v1\nkind: List\n").expect_err("yaml");
+        let err = items_of("cronjobs.yaml", b"apiVersion: v1\nkind: List\n").expect_err("yaml").to_string();
         assert!(err.starts_with("cronjobs.yaml: not JSON"), "{err}");
-        let err = items_of("pod.json", br#"{"kind":"Pod"}"#).expect_err("pod");
+        let err = items_of("pod.json", br#"{"kind":"Pod"}"#).expect_err("pod").to_string();
         assert!(err.starts_with("pod.json: no items"), "{err}");
-        let err = items_of("x.json", br#"{"items":{}}"#).expect_err("items object");
+        let err = items_of("x.json", br#"{"items":{}}"#).expect_err("items object").to_string();
         assert_eq!(err, "x.json: items is not an array");
-        assert!(items_of("n.json", b"42").expect_err("number").contains("no items"));
+        assert!(items_of("n.json", b"42").expect_err("number").to_string().contains("no items"));
     }
 }

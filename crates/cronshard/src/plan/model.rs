@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::load::{Load, count_runs};
 use super::{MIB, fmt_num, mib};
+use crate::Error;
 
 /// The plan is for the 99th-percentile run: in a herd of H created at `rate` per second it
 /// waits 0.99 · H / rate.
@@ -53,26 +54,26 @@ impl Settings {
         qps: f64,
         admitted_writes_per_s: f64,
         memory_per_replica: u64,
-    ) -> Result<Self, String> {
+    ) -> crate::Result<Self> {
         let skew_target_s = skew_target.as_secs_f64();
         if skew_target_s <= 0.0 {
-            return Err("--skew-target must be above zero".to_owned());
+            return Err(Error::Setting("--skew-target must be above zero".to_owned()));
         }
         if !qps.is_finite() || qps < 0.0 {
-            return Err(format!("--qps {}: must be 0 (unlimited) or a positive number", qps));
+            return Err(Error::Setting(format!("--qps {}: must be 0 (unlimited) or a positive number", qps)));
         }
         if !admitted_writes_per_s.is_finite() || admitted_writes_per_s < 0.0 {
-            return Err(format!(
+            return Err(Error::Setting(format!(
                 "--admitted-writes-per-s {}: must be 0 (unlimited) or a positive number",
                 admitted_writes_per_s
-            ));
+            )));
         }
         if memory_per_replica <= MEMORY_BASE_BYTES {
-            return Err(format!(
+            return Err(Error::Setting(format!(
                 "--memory-per-replica {} MiB: must be above the {} MiB a replica uses before it holds any CronJob",
                 fmt_num(mib(memory_per_replica)),
                 MEMORY_BASE_BYTES / MIB
-            ));
+            )));
         }
         Ok(Settings { skew_target_s, qps, admitted_writes_per_s, memory_per_replica })
     }
@@ -91,10 +92,11 @@ pub struct Window {
 
 impl Window {
     /// The `hours` from `from`, floored to its minute.
-    pub fn new(from: Timestamp, hours: u32) -> Result<Self, String> {
+    pub fn new(from: Timestamp, hours: u32) -> crate::Result<Self> {
         let start_s = from.as_second().div_euclid(60) * 60;
         let end_s = start_s + i64::from(hours) * 3600;
-        let outside = || format!("--from {from} plus {hours} h is outside the years this command handles");
+        let outside =
+            || Error::Setting(format!("--from {from} plus {hours} h is outside the years this command handles"));
         let start = Timestamp::from_second(start_s).map_err(|_| outside())?;
         let after = Timestamp::from_second(start_s - 1).map_err(|_| outside())?;
         if Timestamp::from_second(end_s).is_err() {
