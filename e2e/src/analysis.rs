@@ -78,8 +78,12 @@ pub struct Analysis {
     pub created: usize,
     pub missed: usize,
     pub duplicates: usize,
-    /// Created Jobs for runs not expected in the window (before it, or late back-fills).
+    /// Created Jobs for scheduled times up to the window's end that were not expected
+    /// (before the window, or back-fills the semantics do not start). Runs scheduled after
+    /// the window's end are not judged.
     pub unexpected: usize,
+    /// Created Jobs for times their CronJob's schedule does not have: a correctness failure.
+    pub off_schedule: usize,
     pub skew_s: Percentiles,
     /// p99 skew of runs outside herds.
     pub skew_outside_herds_p99_s: f64,
@@ -107,9 +111,14 @@ pub fn analyze(
             due.insert((s.namespace.as_str(), s.name.as_str(), t.as_second() / 60), t.as_second());
         }
     }
+    let by_name: HashMap<(&str, &str), &CronJobSeed> =
+        seeds.iter().map(|s| ((s.namespace.as_str(), s.name.as_str()), s)).collect();
+    // A herd is the runs due at one instant; catch-up runs (scheduled while the controllers
+    // were down) are all due when they start, at `from`.
+    let herd_at = |t: i64| if catch_up { t.max(from.as_second()) } else { t };
     let mut per_instant: BTreeMap<i64, usize> = BTreeMap::new();
     for t in due.values() {
-        *per_instant.entry(*t).or_default() += 1;
+        *per_instant.entry(herd_at(*t)).or_default() += 1;
     }
     let mut seen: HashMap<(String, String, i64), (usize, f64)> = HashMap::new();
     for c in creates(records) {
@@ -125,18 +134,21 @@ pub fn analyze(
         if *count > 1 {
             a.duplicates += count - 1;
         }
-        match due.get(&(ns.as_str(), name.as_str(), *minute)) {
-            Some(t) => {
-                a.created += 1;
-                let skew = (at - *t as f64).max(0.0);
-                a.skews.push((at - from.as_second() as f64, skew));
-                let l = last_create.entry(*t).or_insert(*at);
-                *l = l.max(*at);
-                if per_instant.get(t).is_none_or(|n| *n <= herd_size) {
-                    outside.push(skew);
-                }
+        let Some(t) = due.get(&(ns.as_str(), name.as_str(), *minute)) else {
+            match by_name.get(&(ns.as_str(), name.as_str())) {
+                Some(seed) if !seed.fires_in_minute(*minute) => a.off_schedule += 1,
+                _ if *minute * 60 > to.as_second() => {}
+                _ => a.unexpected += 1,
             }
-            None => a.unexpected += 1,
+            continue;
+        };
+        a.created += 1;
+        let skew = (at - *t as f64).max(0.0);
+        a.skews.push((at - from.as_second() as f64, skew));
+        let l = last_create.entry(herd_at(*t)).or_insert(*at);
+        *l = l.max(*at);
+        if per_instant.get(&herd_at(*t)).is_none_or(|n| *n <= herd_size) {
+            outside.push(skew);
         }
     }
     a.missed = a.expected - a.created;
@@ -145,7 +157,7 @@ pub fn analyze(
     a.skew_outside_herds_p99_s = Percentiles::of(&mut outside).p99;
     let created_per_instant: HashMap<i64, usize> = seen
         .iter()
-        .filter_map(|((ns, name, m), _)| due.get(&(ns.as_str(), name.as_str(), *m)).copied())
+        .filter_map(|((ns, name, m), _)| due.get(&(ns.as_str(), name.as_str(), *m)).map(|t| herd_at(*t)))
         .fold(HashMap::new(), |mut acc, t| {
             *acc.entry(t).or_default() += 1;
             acc
@@ -228,5 +240,66 @@ mod tests {
         assert_eq!(a.herds.len(), 1, "3 due > 2 admitted per second");
         assert_eq!(a.herds[0].drain_s, None, "a run never came: no drain time");
         assert_eq!(a.herds[0].lower_bound_s, 1.5);
+    }
+
+    fn create(name: &str, time: String) -> Value {
+        json!({"verb": "create", "resource": "jobs", "code": 201, "namespace": "n", "name": name, "time": time})
+    }
+
+    #[test]
+    fn runs_after_the_window_are_not_judged_and_off_schedule_runs_are_failures() {
+        let hour = 1_800_000_000;
+        let (from, to) =
+            (Timestamp::from_second(hour - 30).expect("ts"), Timestamp::from_second(hour + 30).expect("ts"));
+        let seed = CronJobSeed {
+            namespace: "n".into(),
+            name: "every".into(),
+            schedule: "* * * * *".into(),
+            time_zone: None,
+            created: from,
+            appears_s: 0.0,
+        };
+        let hourly = CronJobSeed { name: "hourly".into(), schedule: "0 * * * *".into(), ..seed.clone() };
+        let at = |s: i64| Timestamp::from_second(hour + s).expect("ts").to_string();
+        let minute = hour / 60;
+        let records = vec![
+            create(&format!("every-{minute}"), at(1)),
+            create(&format!("hourly-{minute}"), at(1)),
+            // The next boundary's run, in the grace after the window: correct, not judged.
+            create(&format!("every-{}", minute + 1), at(61)),
+            // An hourly CronJob run at :01: its schedule has no such time.
+            create(&format!("hourly-{}", minute + 1), at(62)),
+            // A run before the window: not expected there.
+            create(&format!("every-{}", minute - 5), at(2)),
+        ];
+        let a = analyze(&[seed, hourly], &records, from, to, false, 1000.0);
+        assert_eq!((a.expected, a.created, a.missed), (2, 2, 0), "every at :00 and hourly at :00 were due");
+        assert_eq!((a.unexpected, a.off_schedule), (1, 1));
+    }
+
+    #[test]
+    fn a_catch_up_herd_drains_from_the_start_of_the_window() {
+        let hour = 1_800_000_000;
+        let from = Timestamp::from_second(hour + 600).expect("ts");
+        let to = Timestamp::from_second(hour + 660).expect("ts");
+        let seeds: Vec<CronJobSeed> = (0..4)
+            .map(|i| CronJobSeed {
+                namespace: "n".into(),
+                name: format!("h{i}"),
+                schedule: "0 * * * *".into(),
+                time_zone: None,
+                created: Timestamp::from_second(hour - 7200).expect("ts"),
+                appears_s: 0.0,
+            })
+            .collect();
+        let at = |s: i64| Timestamp::from_second(hour + s).expect("ts").to_string();
+        let minute = hour / 60;
+        let records: Vec<Value> = (0..4).map(|i| create(&format!("h{i}-{minute}"), at(602 + i))).collect();
+        let a = analyze(&seeds, &records, from, to, true, 2.0);
+        assert_eq!((a.expected, a.created), (4, 4));
+        assert_eq!(a.herds.len(), 1);
+        assert_eq!(a.herds[0].at, from.to_string(), "due when the controllers start");
+        assert_eq!((a.herds[0].drain_s, a.herds[0].lower_bound_s), (Some(5.0), 2.0));
+        assert!(a.skew_s.max > 600.0, "skew still counts from the scheduled time");
     }
 }

@@ -94,6 +94,10 @@ pub fn table(report: &Report) -> String {
         );
     }
     let _ = writeln!(out, "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came)");
+    for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
+        let n = a.analysis.off_schedule;
+        let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);
+    }
     out
 }
 

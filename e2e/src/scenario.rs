@@ -237,6 +237,16 @@ impl CronJobSeed {
 
     /// Runs this CronJob should start in `(from, to]`; with `catch_up`, also the latest one
     /// missed before `from` (only that one may start after downtime).
+    /// Whether the schedule has a run in unix minute `minute` (an invalid schedule has none).
+    pub fn fires_in_minute(&self, minute: i64) -> bool {
+        let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return false };
+        let (Ok(before), Ok(end)) = (Timestamp::from_second(minute * 60 - 1), Timestamp::from_second(minute * 60 + 60))
+        else {
+            return false;
+        };
+        schedule.schedule().iter_after(before).next().is_some_and(|t| t < end)
+    }
+
     pub fn expected(&self, from: Timestamp, to: Timestamp, catch_up: bool) -> Vec<Timestamp> {
         let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return Vec::new() };
         let lo = if self.created > from { self.created } else { from };

@@ -325,8 +325,20 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
     std::thread::sleep(Duration::from_secs(2));
 
     let audit = cluster.audit();
-    let after_kill = takeover_seconds(&audit, killed_at, "r2");
-    let after_partition = takeover_seconds(&audit, partitioned_at, "r3");
+    takeovers_were_timely(&audit, killed_at, partitioned_at);
+    every_run_once_and_only_by_its_holder(&cluster, &audit, &minutes);
+    for (_, mut p) in running {
+        assert_eq!(terminate(&mut p), Some(0));
+    }
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Buckets of the killed and the partitioned replica were re-owned a lease duration (and a
+/// little) after they went.
+fn takeovers_were_timely(audit: &[Value], killed_at: usize, partitioned_at: usize) {
+    let after_kill = takeover_seconds(audit, killed_at, "r2");
+    let after_partition = takeover_seconds(audit, partitioned_at, "r3");
     {
         use std::io::Write;
         let _ = writeln!(
@@ -338,23 +350,21 @@ fn no_run_missed_or_doubled_through_kills_partitions_and_scaling() {
     for took in [after_kill, after_partition] {
         assert!((5.5..9.0).contains(&took), "re-owned after {took:.1} s: a lease duration plus a little");
     }
-    // Exactly once: every run of every minute created once, nothing created twice.
-    let creates = creates(&audit);
+}
+
+/// Exactly once: every run of every minute created once, nothing created twice, and every
+/// write made by its bucket's holder.
+fn every_run_once_and_only_by_its_holder(cluster: &Cluster, audit: &[Value], minutes: &[i64]) {
+    let creates = creates(audit);
     let doubled: Vec<_> = creates.iter().filter(|(_, n)| **n > 1).collect();
     assert!(doubled.is_empty(), "runs created twice: {doubled:?}");
-    for m in &minutes {
+    for m in minutes {
         let n = creates.keys().filter(|name| name.ends_with(&format!("-{m}"))).count();
         assert_eq!(n, CRONJOBS, "minute {m}: {n} runs");
     }
-    let (checked, violations) = writes_outside_holder_intervals(&audit);
+    let (checked, violations) = writes_outside_holder_intervals(audit);
     assert!(checked > minutes.len() * CRONJOBS, "creates and status writes were checked: {checked}");
-    assert_no_violations(&cluster, &audit, "interleaved writes", &violations);
-
-    for (_, mut p) in running {
-        assert_eq!(terminate(&mut p), Some(0));
-    }
-    assert_eq!(terminate(&mut sim), Some(0));
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_no_violations(cluster, audit, "interleaved writes", &violations);
 }
 
 /// The chart's rolling update (maxSurge 1, maxUnavailable 0): each new pod joins, and within

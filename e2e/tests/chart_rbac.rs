@@ -121,6 +121,30 @@ fn rule_count(docs: &[Value]) -> usize {
 /// Runs the scenario against a fresh simulator that authorizes with `rbac_yaml`; returns the
 /// service account's requests from the audit log.
 async fn scenario(rbac_yaml: &str, dir: &std::path::Path) -> Vec<AuditRecord> {
+    let (sim, url, server) = serve_sim(rbac_yaml).await;
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: sa\n  \
+             user:\n    token: {TOKEN}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sa\n    \
+             namespace: cronshard\ncurrent-context: sim\n"
+        ),
+    )
+    .expect("kubeconfig");
+    let boundary = seed_before_boundary(&sim);
+    let log = dir.join("replica.log");
+    let mut replica = start_replica(&kubeconfig, &url, &log).await;
+    provoke_conflicts(&sim, boundary).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let code = tokio::task::spawn_blocking(move || terminate(&mut replica)).await.expect("join");
+    assert!(code.is_some(), "the replica exits on SIGTERM; log: {}", log.display());
+    server.abort();
+    sim.0.audit.since(0).into_iter().filter(|r| r.user == SERVICE_ACCOUNT).collect()
+}
+
+/// A simulator that authorizes with `rbac_yaml` and knows the service account's token.
+async fn serve_sim(rbac_yaml: &str) -> (SimState, String, tokio::task::JoinHandle<std::io::Result<()>>) {
     let mut rbac = Rbac::default();
     rbac.load_yaml(rbac_yaml).expect("the chart's RBAC loads");
     let mut config = Config { runner: None, allow_anonymous: false, rbac: Some(rbac), ..Config::default() };
@@ -141,18 +165,12 @@ async fn scenario(rbac_yaml: &str, dir: &std::path::Path) -> Vec<AuditRecord> {
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let app = cronshard_sim::app(sim.clone());
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: sa\n  \
-             user:\n    token: {TOKEN}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sa\n    \
-             namespace: cronshard\ncurrent-context: sim\n"
-        ),
-    )
-    .expect("kubeconfig");
+    (sim, url, server)
+}
 
-    // The next minute boundary 4 s from now.
+/// Puts the next minute boundary 4 s ahead and loads the objects that make the replica use
+/// each permission; returns the boundary (unix seconds).
+fn seed_before_boundary(sim: &SimState) -> i64 {
     let clock = sim.store().clock();
     let to_boundary = 60_000 - clock.now().as_millisecond().rem_euclid(60_000);
     clock.set_offset(clock.offset() + SignedDuration::from_millis(to_boundary - 4_000));
@@ -174,8 +192,11 @@ async fn scenario(rbac_yaml: &str, dir: &std::path::Path) -> Vec<AuditRecord> {
     ];
     let body: String = seeds.iter().map(|s| s.to_string() + "\n").collect();
     sim.load(body.as_bytes()).expect("seed");
+    boundary
+}
 
-    let log = dir.join("replica.log");
+/// One replica with one bucket and fast Lease timings.
+async fn start_replica(kubeconfig: &std::path::Path, url: &str, log: &std::path::Path) -> Proc {
     let kubeconfig_arg = kubeconfig.to_string_lossy().into_owned();
     let args = [
         "run",
@@ -190,7 +211,7 @@ async fn scenario(rbac_yaml: &str, dir: &std::path::Path) -> Vec<AuditRecord> {
         "--metrics-addr",
         "127.0.0.1:0",
         "--testing-clock-from",
-        &url,
+        url,
         "--renew-period",
         "300ms",
         "--renew-deadline",
@@ -200,53 +221,43 @@ async fn scenario(rbac_yaml: &str, dir: &std::path::Path) -> Vec<AuditRecord> {
         "--join-grace",
         "500ms",
     ];
-    let mut replica: Proc = tokio::task::spawn_blocking({
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        let log = log.clone();
-        move || spawn_logged(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(&log)).0
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let log = log.to_owned();
+    tokio::task::spawn_blocking(move || {
+        spawn_logged(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(&log)).0
     })
     .await
-    .expect("spawn");
+    .expect("spawn")
+}
 
-    // Around the boundary, someone keeps changing `zoned`: its status write conflicts (409)
-    // and the replica re-reads it (get).
-    let until = |ms: i64| async move {
-        loop {
-            let now = clock.now().as_millisecond();
-            if now >= ms {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(((ms - now) as u64).min(50))).await;
+/// Around the boundary, someone keeps changing `zoned`: its status write conflicts (409) and
+/// the replica re-reads it (get). Then someone else writes the member Lease (as a previous
+/// incarnation of this replica would): the renewal conflicts (409) and the replica reads the
+/// server's copy (get).
+async fn provoke_conflicts(sim: &SimState, boundary: i64) {
+    let clock = sim.store().clock();
+    loop {
+        let now = clock.now().as_millisecond();
+        if now >= boundary * 1000 - 300 {
+            break;
         }
-    };
-    until(boundary * 1000 - 300).await;
+        tokio::time::sleep(Duration::from_millis(((boundary * 1000 - 300 - now) as u64).min(50))).await;
+    }
     let mut bump = 0u64;
-    while clock.now().as_millisecond() < boundary * 1000 + 1500 {
-        bump += 1;
-        let _ = sim.store().update(Resource::CronJobs, "default", "zoned", |o| {
-            let mut v = o.value();
-            v["metadata"]["annotations"] = json!({"test/bump": bump.to_string()});
-            Ok(Some(v))
-        });
-        tokio::time::sleep(Duration::from_millis(4)).await;
+    for (resource, namespace, name, until_ms) in [
+        (Resource::CronJobs, "default", "zoned", boundary * 1000 + 1500),
+        (Resource::Leases, "cronshard", "cronshard-member-rbac-0", boundary * 1000 + 3000),
+    ] {
+        while clock.now().as_millisecond() < until_ms {
+            bump += 1;
+            let _ = sim.store().update(resource, namespace, name, |o| {
+                let mut v = o.value();
+                v["metadata"]["annotations"]["test/bump"] = json!(bump.to_string());
+                Ok(Some(v))
+            });
+            tokio::time::sleep(Duration::from_millis(4)).await;
+        }
     }
-    // Someone else writes the member Lease (as a previous incarnation of this replica
-    // would): the renewal conflicts (409) and the replica reads the server's copy (get).
-    let until_ms = boundary * 1000 + 3000;
-    while clock.now().as_millisecond() < until_ms {
-        bump += 1;
-        let _ = sim.store().update(Resource::Leases, "cronshard", "cronshard-member-rbac-0", |o| {
-            let mut v = o.value();
-            v["metadata"]["annotations"]["test/bump"] = json!(bump.to_string());
-            Ok(Some(v))
-        });
-        tokio::time::sleep(Duration::from_millis(4)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let code = tokio::task::spawn_blocking(move || terminate(&mut replica)).await.expect("join");
-    assert!(code.is_some(), "the replica exits on SIGTERM; log: {}", log.display());
-    server.abort();
-    sim.0.audit.since(0).into_iter().filter(|r| r.user == SERVICE_ACCOUNT).collect()
 }
 
 fn api_group(resource: &str) -> &'static str {

@@ -81,30 +81,7 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
     let testbed = tokio::task::spawn_blocking(|| Testbed::shared(&Options::default())).await.expect("testbed");
     let admin = testbed.admin_kubeconfig();
     let client = testbed.client().await;
-
-    let crds = std::process::Command::new(workspace().join("scripts/kube-testbed"))
-        .arg("monitoring-crds")
-        .output()
-        .expect("kube-testbed monitoring-crds");
-    assert!(crds.status.success(), "{}", text(&crds));
-    for crd in String::from_utf8_lossy(&crds.stdout).lines() {
-        let out = kubectl(&admin, &["apply", "--server-side", "-f", crd]);
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    let out = kubectl(
-        &admin,
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd/servicemonitors.monitoring.coreos.com",
-            "crd/prometheusrules.monitoring.coreos.com",
-            "--timeout",
-            "60s",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-
+    install_monitoring_crds(&admin);
     let out = helm(&admin, &[&["install"][..], &INSTALL].concat());
     assert!(out.status.success(), "helm install on a real server: {}", text(&out));
     let out = kubectl(
@@ -133,20 +110,49 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
     let out = helm(&admin, &upgrade);
     assert!(!out.status.success(), "an upgrade that changes buckets is refused");
     assert!(text(&out).contains("changing the bucket count of a deployment is not supported"), "{}", text(&out));
+    the_chart_rbac_is_enough(testbed, &client).await;
+    each_rule_is_needed(testbed, &client).await;
+}
 
-    // The whole scenario under the chart's RBAC: nothing forbidden.
+/// The prometheus-operator CRDs the chart's ServiceMonitor and PrometheusRule need.
+fn install_monitoring_crds(admin: &Path) {
+    let crds = std::process::Command::new(workspace().join("scripts/kube-testbed"))
+        .arg("monitoring-crds")
+        .output()
+        .expect("kube-testbed monitoring-crds");
+    assert!(crds.status.success(), "{}", text(&crds));
+    for crd in String::from_utf8_lossy(&crds.stdout).lines() {
+        let out = kubectl(admin, &["apply", "--server-side", "-f", crd]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let established = [
+        "wait",
+        "--for",
+        "condition=Established",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "crd/prometheusrules.monitoring.coreos.com",
+        "--timeout",
+        "60s",
+    ];
+    let out = kubectl(admin, &established);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+const REPLICA_ARGS: [&str; 6] = ["--namespace", "cronshard", "--buckets", "64", "--join-grace", "1s"];
+
+/// The whole scenario under the chart's RBAC: nothing forbidden.
+async fn the_chart_rbac_is_enough(testbed: &Testbed, client: &kube::Client) {
     let sa = testbed.cronshard_kubeconfig();
-    let ns = seed(testbed, &client, "rbac").await;
+    let ns = seed(testbed, client, "rbac").await;
     let _completer = JobCompleter::spawn(client.clone(), &ns, Duration::from_secs(1));
-    let args = ["--namespace", "cronshard", "--buckets", "64", "--join-grace", "1s"];
     let log = testbed.dir().join("rbac-full.log");
-    let (mut run, metrics) = replica(&sa, "rbac-full", &args, &log);
+    let (mut run, metrics) = replica(&sa, "rbac-full", &REPLICA_ARGS, &log);
     wait_until("the overdue run, its status, its Events and the cleanup", Duration::from_secs(60), || async {
-        let all = jobs(&client, &ns).await;
+        let all = jobs(client, &ns).await;
         let labelled =
             all.iter().all(|j| j.metadata.labels.as_ref().is_some_and(|l| l.contains_key("cronshard.io/bucket")));
-        let reasons = event_reasons(&client, &ns, "overdue").await;
-        let status = common::real::get_cronjob(&client, &ns, "overdue").await.status?;
+        let reasons = event_reasons(client, &ns, "overdue").await;
+        let status = common::real::get_cronjob(client, &ns, "overdue").await.status?;
         (labelled
             && all.len() <= 2
             && reasons.iter().any(|r| r == "SuccessfulDelete")
@@ -159,8 +165,11 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
     assert!(!forbidden(&metrics_text, &log), "the chart's RBAC refused something; log: {}", log.display());
     assert_eq!(terminate(&mut run), Some(0), "SIGTERM: Leases released and the member Lease deleted");
     assert!(!std::fs::read_to_string(&log).unwrap_or_default().contains("forbidden"), "shutdown was refused something");
+}
 
-    // Without any one rule, the same scenario is refused something.
+/// Without any one rule, the same scenario is refused something.
+async fn each_rule_is_needed(testbed: &Testbed, client: &kube::Client) {
+    let sa = testbed.cronshard_kubeconfig();
     let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
     let roles: Api<Role> = Api::namespaced(client.clone(), "cronshard");
     let cluster_rules = cluster_roles.get("cronshard").await.expect("clusterrole").rules.unwrap_or_default();
@@ -170,16 +179,16 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
             rules.iter().enumerate().filter(|(i, _)| i + offset != drop).map(|(_, r)| r.clone()).collect::<Vec<_>>()
         };
         set_rules(&cluster_roles, &roles, without(&cluster_rules, 0), without(&role_rules, cluster_rules.len())).await;
-        let ns = seed(testbed, &client, "rbac-drop").await;
+        let ns = seed(testbed, client, "rbac-drop").await;
         let log = testbed.dir().join(format!("rbac-drop-{drop}.log"));
-        let (mut run, metrics) = replica(&sa, &format!("rbac-drop-{drop}"), &args, &log);
+        let (mut run, metrics) = replica(&sa, &format!("rbac-drop-{drop}"), &REPLICA_ARGS, &log);
         wait_until(&format!("a 403 without rule {drop}"), Duration::from_secs(60), || async {
             let metrics_text = http("GET", &format!("{metrics}/metrics"), None);
             forbidden(&metrics_text, &log).then_some(())
         })
         .await;
         let _ = terminate(&mut run);
-        drop_namespace(&client, &ns).await;
+        drop_namespace(client, &ns).await;
         set_rules(&cluster_roles, &roles, cluster_rules.clone(), role_rules.clone()).await;
     }
 }

@@ -52,48 +52,13 @@ async fn a_real_apiserver_sees_upstream_semantics() {
     let leases = testbed.namespace("leases").await;
     let _completer = JobCompleter::spawn(client.clone(), &ns, Duration::from_secs(2));
     let minute = minute_of(now_seconds());
-
-    let template = json!({"jobTemplate": {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "kept"}},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}});
-    let fire = create_cronjob(&client, &ns, &cronjob("fire", "* * * * *", template)).await;
-    create_cronjob(&client, &ns, &cronjob("paused", "* * * * *", json!({"suspend": true}))).await;
-    with_active_run(&client, &ns, "forbid", "Forbid", minute).await;
-    with_active_run(&client, &ns, "replace", "Replace", minute).await;
-    with_active_run(&client, &ns, "allow", "Allow", minute).await;
-    // Five finished runs, three that succeed and two that fail; the limits keep one of each.
-    let history = create_cronjob(
-        &client,
-        &ns,
-        &cronjob("history", "0 0 1 1 *", json!({"successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1})),
-    )
-    .await;
-    // Runs of earlier minutes that `lastScheduleTime` records (a run it does not record yet
-    // is never deleted).
-    for (age, outcome) in [(10, "Complete"), (9, "Complete"), (8, "Complete"), (7, "Failed"), (6, "Failed")] {
-        let labels = json!({"testbed.cronshard.io/outcome": outcome});
-        create_owned_job(&client, &history, &format!("history-{}", minute - age), labels).await;
-    }
-    set_cronjob_status(&client, &ns, "history", json!({"lastScheduleTime": rfc3339((minute - 6) * 60)})).await;
-    // Down for five minutes: the newest missed run starts at once, the older ones are dropped.
-    create_cronjob(&client, &ns, &cronjob("missed", "* * * * *", json!({}))).await;
-    set_cronjob_status(&client, &ns, "missed", json!({"lastScheduleTime": rfc3339((minute - 5) * 60)})).await;
+    let fire = seed(&client, &ns, minute).await;
 
     let log = testbed.dir().join("replica-semantics.log");
     let leases_arg = ["--namespace", leases.as_str(), "--buckets", "4"];
     let (mut run, metrics) = replica(&testbed.admin_kubeconfig(), "real-a", &leases_arg, &log);
 
-    // The missed run, before any boundary: scheduled at the newest minute not after now.
-    let missed = wait_until("the missed run", Duration::from_secs(30), || async {
-        jobs(&client, &ns)
-            .await
-            .into_iter()
-            .find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("missed-")))
-    })
-    .await;
-    let missed_minute: i64 =
-        missed.metadata.name.as_deref().and_then(|n| n.strip_prefix("missed-")?.parse().ok()).expect("minute");
-    assert!(missed_minute >= minute && missed_minute <= minute_of(now_seconds()), "{missed_minute} vs {minute}");
-
+    the_missed_run_starts_at_once(&client, &ns, minute).await;
     // The history limits apply once the five runs have finished.
     wait_until("history cleanup to one success and one failure", Duration::from_secs(60), || async {
         let left: Vec<Job> = jobs(&client, &ns)
@@ -104,13 +69,59 @@ async fn a_real_apiserver_sees_upstream_semantics() {
         (left.len() == 2 && left.iter().all(finished)).then_some(())
     })
     .await;
+    let run_minute = the_first_run_is_upstreams_job(&client, &ns, minute, &fire).await;
+    the_policies_hold_at_the_same_boundary(&client, &ns, minute, run_minute).await;
+    let metrics = http("GET", &format!("{metrics}/metrics"), None);
+    let requests: Vec<&str> = metrics.lines().filter(|l| l.starts_with("cronshard_api_requests_total")).collect();
+    assert!(requests.iter().any(|l| l.contains("code=\"201\"")), "{requests:?}");
+    assert!(!requests.iter().any(|l| l.contains("code=\"403\"")), "no request was forbidden: {requests:?}");
+    assert_eq!(terminate(&mut run), Some(0), "cronshard run exits cleanly on SIGTERM");
+}
 
-    // The boundary: fire's first run.
-    let boundary = wait_until("fire's first run", Duration::from_secs(90), || async {
-        jobs(&client, &ns)
+/// Every case's CronJobs and Jobs, made in `minute`; returns `fire`, the plain one.
+async fn seed(client: &kube::Client, ns: &str, minute: i64) -> CronJob {
+    let template = json!({"jobTemplate": {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "kept"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}});
+    let fire = create_cronjob(client, ns, &cronjob("fire", "* * * * *", template)).await;
+    create_cronjob(client, ns, &cronjob("paused", "* * * * *", json!({"suspend": true}))).await;
+    with_active_run(client, ns, "forbid", "Forbid", minute).await;
+    with_active_run(client, ns, "replace", "Replace", minute).await;
+    with_active_run(client, ns, "allow", "Allow", minute).await;
+    // Five finished runs, three that succeed and two that fail; the limits keep one of each.
+    let limits = json!({"successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1});
+    let history = create_cronjob(client, ns, &cronjob("history", "0 0 1 1 *", limits)).await;
+    // Runs of earlier minutes that `lastScheduleTime` records (a run it does not record yet
+    // is never deleted).
+    for (age, outcome) in [(10, "Complete"), (9, "Complete"), (8, "Complete"), (7, "Failed"), (6, "Failed")] {
+        let labels = json!({"testbed.cronshard.io/outcome": outcome});
+        create_owned_job(client, &history, &format!("history-{}", minute - age), labels).await;
+    }
+    set_cronjob_status(client, ns, "history", json!({"lastScheduleTime": rfc3339((minute - 6) * 60)})).await;
+    // Down for five minutes: the newest missed run starts at once, the older ones are dropped.
+    create_cronjob(client, ns, &cronjob("missed", "* * * * *", json!({}))).await;
+    set_cronjob_status(client, ns, "missed", json!({"lastScheduleTime": rfc3339((minute - 5) * 60)})).await;
+    fire
+}
+
+/// The missed run, before any boundary: scheduled at the newest minute not after now.
+async fn the_missed_run_starts_at_once(client: &kube::Client, ns: &str, minute: i64) {
+    let missed = wait_until("the missed run", Duration::from_secs(30), || async {
+        jobs(client, ns)
             .await
             .into_iter()
-            .find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("fire-")))
+            .find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("missed-")))
+    })
+    .await;
+    let missed_minute: i64 =
+        missed.metadata.name.as_deref().and_then(|n| n.strip_prefix("missed-")?.parse().ok()).expect("minute");
+    assert!(missed_minute >= minute && missed_minute <= minute_of(now_seconds()), "{missed_minute} vs {minute}");
+}
+
+/// The boundary: fire's first run, with upstream's name, labels, annotations, owner, status
+/// and Events. Returns the run's minute.
+async fn the_first_run_is_upstreams_job(client: &kube::Client, ns: &str, minute: i64, fire: &CronJob) -> i64 {
+    let boundary = wait_until("fire's first run", Duration::from_secs(90), || async {
+        jobs(client, ns).await.into_iter().find(|j| j.metadata.name.as_deref().is_some_and(|n| n.starts_with("fire-")))
     })
     .await;
     let run_name = boundary.metadata.name.clone().expect("name");
@@ -135,22 +146,26 @@ async fn a_real_apiserver_sees_upstream_semantics() {
 
     // The completer finishes the run: lastSuccessfulTime, active emptied, SawCompletedJob.
     let status = wait_until("fire's status after its run", Duration::from_secs(30), || async {
-        let status = get_cronjob(&client, &ns, "fire").await.status?;
+        let status = get_cronjob(client, ns, "fire").await.status?;
         (status.last_successful_time.is_some() && status.active.as_ref().is_none_or(Vec::is_empty)).then_some(status)
     })
     .await;
     assert_eq!(status.last_schedule_time.map(|t| t.0.as_second()), Some(run_minute * 60));
     wait_until("fire's Events", Duration::from_secs(30), || async {
-        let reasons = event_reasons(&client, &ns, "fire").await;
+        let reasons = event_reasons(client, ns, "fire").await;
         (reasons.iter().any(|r| r == "SuccessfulCreate") && reasons.iter().any(|r| r == "SawCompletedJob"))
             .then_some(())
     })
     .await;
+    run_minute
+}
 
-    // The same boundary for the concurrency policies.
+/// Allow, Forbid, Replace and suspend at the boundary of `run_minute`, with a run of
+/// `minute` still active.
+async fn the_policies_hold_at_the_same_boundary(client: &kube::Client, ns: &str, minute: i64, run_minute: i64) {
     let next = format!("-{run_minute}");
     let all = wait_until("allow's and replace's runs", Duration::from_secs(30), || async {
-        let all = jobs(&client, &ns).await;
+        let all = jobs(client, ns).await;
         (job_named(&all, &format!("allow{next}")).is_some() && job_named(&all, &format!("replace{next}")).is_some())
             .then_some(all)
     })
@@ -160,28 +175,23 @@ async fn a_real_apiserver_sees_upstream_semantics() {
     assert!(job_named(&all, &format!("forbid-{minute}")).is_some());
     assert!(job_named(&all, &format!("paused{next}")).is_none(), "a suspended CronJob does not run");
     wait_until("Replace deletes the active run", Duration::from_secs(30), || async {
-        job_named(&jobs(&client, &ns).await, &format!("replace-{minute}")).is_none().then_some(())
+        job_named(&jobs(client, ns).await, &format!("replace-{minute}")).is_none().then_some(())
     })
     .await;
     wait_until("the policies' Events", Duration::from_secs(30), || async {
-        let forbid = event_reasons(&client, &ns, "forbid").await;
-        let replace = event_reasons(&client, &ns, "replace").await;
+        let forbid = event_reasons(client, ns, "forbid").await;
+        let replace = event_reasons(client, ns, "replace").await;
         (forbid.iter().any(|r| r == "JobAlreadyActive") && replace.iter().any(|r| r == "SuccessfulDelete"))
             .then_some(())
     })
     .await;
     // Allow's new run was completed by the completer; the long one it kept is still active.
     wait_until("Allow's status after the boundary", Duration::from_secs(30), || async {
-        let status = get_cronjob(&client, &ns, "allow").await.status?;
+        let status = get_cronjob(client, ns, "allow").await.status?;
         let active: Vec<String> = status.active.unwrap_or_default().into_iter().filter_map(|r| r.name).collect();
         (status.last_schedule_time.map(|t| t.0.as_second()) == Some(run_minute * 60)
             && active == [format!("allow-{minute}")])
         .then_some(())
     })
     .await;
-    let metrics = http("GET", &format!("{metrics}/metrics"), None);
-    let requests: Vec<&str> = metrics.lines().filter(|l| l.starts_with("cronshard_api_requests_total")).collect();
-    assert!(requests.iter().any(|l| l.contains("code=\"201\"")), "{requests:?}");
-    assert!(!requests.iter().any(|l| l.contains("code=\"403\"")), "no request was forbidden: {requests:?}");
-    assert_eq!(terminate(&mut run), Some(0), "cronshard run exits cleanly on SIGTERM");
 }

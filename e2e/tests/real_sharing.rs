@@ -45,87 +45,22 @@ async fn three_replicas_share_real_leases_and_survive_a_kill() {
         let cj = cronjob(&format!("every-{i:03}"), "* * * * *", json!({"successfulJobsHistoryLimit": 10}));
         cronjobs.create(&PostParams::default(), &cj).await.expect("create cronjob");
     }
-
-    let timings = [
-        "--namespace",
-        lease_ns.as_str(),
-        "--buckets",
-        "64",
-        "--lease-duration",
-        "10s",
-        "--renew-period",
-        "1s",
-        "--renew-deadline",
-        "5s",
-        "--join-grace",
-        "3s",
-    ];
-    let kubeconfig = testbed.admin_kubeconfig();
-    let mut replicas: HashMap<&str, common::Proc> = HashMap::new();
-    for name in ["real-r1", "real-r2", "real-r3"] {
-        let log = testbed.dir().join(format!("{name}.log"));
-        replicas.insert(name, replica(&kubeconfig, name, &timings, &log).0);
-    }
+    let mut replicas = start_three(testbed, &lease_ns);
     let leases: Api<Lease> = Api::namespaced(client.clone(), &lease_ns);
     wait_until("64 buckets split among three replicas", Duration::from_secs(60), || async {
         let held = holders(&leases).await;
-        let mut per: HashMap<&str, usize> = HashMap::new();
-        for h in held.values() {
-            *per.entry(h.as_str()).or_default() += 1;
-        }
-        (held.len() == BUCKETS && per.len() == 3 && per.values().all(|&n| n >= 15)).then_some(())
+        let per = per_holder(&held);
+        (per.values().sum::<usize>() == BUCKETS && per.len() == 3 && per.values().all(|&n| n >= 15)).then_some(())
     })
     .await;
 
     // The first boundary after every CronJob is labelled and every replica holds its share.
     let first = minute_of(now_seconds()) + 1;
-    let runs_of = |minute: i64| {
-        let client = client.clone();
-        let ns = ns.clone();
-        async move {
-            let suffix = format!("-{minute}");
-            let all = jobs(&client, &ns).await;
-            all.into_iter().filter(|j| j.metadata.name.as_deref().is_some_and(|n| n.ends_with(&suffix))).count()
-        }
-    };
-    let minute_timeout = Duration::from_secs(100);
-    wait_until("the first boundary's runs", minute_timeout, || async {
-        (runs_of(first).await == CRONJOBS).then_some(())
-    })
-    .await;
-
-    // SIGKILL the replica holding the most buckets; its buckets wait out the lease.
-    let before = holders(&leases).await;
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for h in before.values() {
-        *counts.entry(h.as_str()).or_default() += 1;
-    }
-    let victim = counts.iter().max_by_key(|(_, n)| **n).map(|(h, _)| h.to_string()).expect("a holder");
-    let victim_buckets: Vec<String> = before.iter().filter(|(_, h)| **h == victim).map(|(b, _)| b.clone()).collect();
-    let mut killed = replicas.remove(victim.as_str()).expect("victim process");
-    killed.0.kill().expect("SIGKILL");
-    let killed_at = Instant::now();
-    let _ = killed.0.wait();
-    let took = wait_until("the victim's buckets owned again", Duration::from_secs(60), || async {
-        let now = holders(&leases).await;
-        victim_buckets.iter().all(|b| now.get(b).is_some_and(|h| *h != victim)).then(|| killed_at.elapsed())
-    })
-    .await;
-    let bound = Duration::from_secs(LEASE_DURATION_S + RENEW_PERIOD_S);
-    // The measured takeover time, shown with --nocapture.
-    let _ = writeln!(
-        std::io::stderr(),
-        "{} buckets of {victim} re-owned {took:?} after SIGKILL (bound {bound:?})",
-        victim_buckets.len()
-    );
-    assert!(took <= bound + Duration::from_secs(2), "re-owned after {took:?}; bound {bound:?} plus polling");
-
+    wait_for_runs(&client, &ns, first).await;
+    kill_the_busiest_and_time_the_takeover(&mut replicas, &leases).await;
     // Two more boundaries: every CronJob once per minute, nothing missed or doubled.
     for minute in [first + 1, first + 2] {
-        wait_until(&format!("the runs of minute {minute}"), minute_timeout, || async {
-            (runs_of(minute).await == CRONJOBS).then_some(())
-        })
-        .await;
+        wait_for_runs(&client, &ns, minute).await;
     }
     let all = jobs(&client, &ns).await;
     let mut per_cronjob: HashMap<String, Vec<i64>> = HashMap::new();
@@ -142,4 +77,77 @@ async fn three_replicas_share_real_leases_and_survive_a_kill() {
     for (_, mut p) in replicas {
         assert_eq!(terminate(&mut p), Some(0), "a replica exits cleanly on SIGTERM");
     }
+}
+
+fn per_holder(held: &BTreeMap<String, String>) -> HashMap<&str, usize> {
+    let mut per: HashMap<&str, usize> = HashMap::new();
+    for h in held.values() {
+        *per.entry(h.as_str()).or_default() += 1;
+    }
+    per
+}
+
+/// Three replicas sharing 64 buckets, with Lease timings short enough for a test.
+fn start_three(testbed: &Testbed, lease_ns: &str) -> HashMap<&'static str, common::Proc> {
+    let timings = [
+        "--namespace",
+        lease_ns,
+        "--buckets",
+        "64",
+        "--lease-duration",
+        "10s",
+        "--renew-period",
+        "1s",
+        "--renew-deadline",
+        "5s",
+        "--join-grace",
+        "3s",
+    ];
+    let kubeconfig = testbed.admin_kubeconfig();
+    let mut replicas = HashMap::new();
+    for name in ["real-r1", "real-r2", "real-r3"] {
+        let log = testbed.dir().join(format!("{name}.log"));
+        replicas.insert(name, replica(&kubeconfig, name, &timings, &log).0);
+    }
+    replicas
+}
+
+/// Waits until every CronJob has its run of `minute`.
+async fn wait_for_runs(client: &kube::Client, ns: &str, minute: i64) {
+    let suffix = format!("-{minute}");
+    wait_until(&format!("the runs of minute {minute}"), Duration::from_secs(100), || async {
+        let all = jobs(client, ns).await;
+        let runs = all.iter().filter(|j| j.metadata.name.as_deref().is_some_and(|n| n.ends_with(&suffix))).count();
+        (runs == CRONJOBS).then_some(())
+    })
+    .await;
+}
+
+/// SIGKILLs the replica holding the most buckets: its buckets wait out the lease, and are
+/// owned again within a lease duration plus a renew period.
+async fn kill_the_busiest_and_time_the_takeover(
+    replicas: &mut HashMap<&'static str, common::Proc>,
+    leases: &Api<Lease>,
+) {
+    let before = holders(leases).await;
+    let counts = per_holder(&before);
+    let victim = counts.iter().max_by_key(|(_, n)| **n).map(|(h, _)| h.to_string()).expect("a holder");
+    let victim_buckets: Vec<String> = before.iter().filter(|(_, h)| **h == victim).map(|(b, _)| b.clone()).collect();
+    let mut killed = replicas.remove(victim.as_str()).expect("victim process");
+    killed.0.kill().expect("SIGKILL");
+    let killed_at = Instant::now();
+    let _ = killed.0.wait();
+    let took = wait_until("the victim's buckets owned again", Duration::from_secs(60), || async {
+        let now = holders(leases).await;
+        victim_buckets.iter().all(|b| now.get(b).is_some_and(|h| *h != victim)).then(|| killed_at.elapsed())
+    })
+    .await;
+    let bound = Duration::from_secs(LEASE_DURATION_S + RENEW_PERIOD_S);
+    // The measured takeover time, shown with --nocapture.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{} buckets of {victim} re-owned {took:?} after SIGKILL (bound {bound:?})",
+        victim_buckets.len()
+    );
+    assert!(took <= bound + Duration::from_secs(2), "re-owned after {took:?}; bound {bound:?} plus polling");
 }

@@ -23,32 +23,10 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
         kubeconfig.to_str().expect("utf-8"),
         "--no-job-runner",
     ]);
-
-    // Put the server clock 12 s before a minute boundary.
-    let clock: Value = serde_json::from_str(&http("GET", &format!("{url}/sim/clock"), None)).expect("clock");
-    let now: jiff::Timestamp = clock["now"].as_str().expect("now").parse().expect("timestamp");
-    let to_boundary = 60 - now.as_second().rem_euclid(60);
-    let offset = (to_boundary - 12 + 60) % 60;
-    http("PUT", &format!("{url}/sim/clock"), Some(&json!({"offsetSeconds": offset}).to_string()));
-    let clock: Value = serde_json::from_str(&http("GET", &format!("{url}/sim/clock"), None)).expect("clock");
-    let now: jiff::Timestamp = clock["now"].as_str().expect("now").parse().expect("timestamp");
+    let now = clock_before_boundary(&url, 12);
     let boundary_minute = now.as_second().div_euclid(60) + 1;
-
-    // 1,000 unlabelled CronJobs across 10 namespaces, created just now: the labeller must
-    // give each its bucket before it can fire.
-    let created = cronshard_types::Zone::utc().format_rfc3339(now);
-    let mut seed = String::new();
-    for i in 0..1000 {
-        let cj = json!({
-            "apiVersion": "batch/v1", "kind": "CronJob",
-            "metadata": {"name": format!("herd-{i:04}"), "namespace": format!("team-{}", i % 10), "creationTimestamp": created},
-            "spec": {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": {"app": "herd"}}, "spec": {"template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}
-        });
-        seed.push_str(&cj.to_string());
-        seed.push('\n');
-    }
-    let loaded: Value = serde_json::from_str(&http("POST", &format!("{url}/sim/load"), Some(&seed))).expect("load");
+    let loaded: Value =
+        serde_json::from_str(&http("POST", &format!("{url}/sim/load"), Some(&herd(now)))).expect("load");
     assert_eq!(loaded["loaded"], 1000);
 
     let (mut run, metrics) = spawn(&[
@@ -68,19 +46,10 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
 
     let suffix = format!("-{boundary_minute}");
     let deadline = Instant::now() + Duration::from_secs(90);
-    let mut creates: HashMap<String, Vec<Value>> = HashMap::new();
-    while Instant::now() < deadline {
-        creates.clear();
-        for line in http("GET", &format!("{url}/sim/audit"), None).lines() {
-            let record: Value = serde_json::from_str(line).expect("audit record");
-            if record["verb"] == "create" && record["resource"] == "jobs" && record["code"] == 201 {
-                creates.entry(record["name"].as_str().unwrap_or("").to_owned()).or_default().push(record);
-            }
-        }
-        if creates.keys().filter(|n| n.ends_with(&suffix)).count() >= 1000 {
-            break;
-        }
+    let mut creates = job_creates(&url);
+    while creates.keys().filter(|n| n.ends_with(&suffix)).count() < 1000 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
+        creates = job_creates(&url);
     }
     let due: Vec<_> = creates.iter().filter(|(n, _)| n.ends_with(&suffix)).collect();
     assert_eq!(due.len(), 1000, "every CronJob fired for minute {boundary_minute}");
@@ -90,7 +59,61 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
         assert!(record["bucket"].as_str().is_some_and(|b| b.parse::<u32>().is_ok_and(|b| b < 64)), "{record}");
         assert!(record["userAgent"].as_str().is_some_and(|ua| ua.contains("replica-a")), "{record}");
     }
-    // The Job carries what upstream and cronshard promise.
+    job_and_status_say_what_upstream_promises(&url, boundary_minute);
+    let metrics_text = http("GET", &format!("{metrics}/metrics"), None);
+    assert!(metrics_text.contains("cronjob_controller_job_creation_skew_duration_seconds_count"), "{metrics_text}");
+
+    assert_eq!(terminate(&mut run), Some(0), "cronshard run exits cleanly on SIGTERM");
+    assert_eq!(terminate(&mut sim), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn sim_now(url: &str) -> jiff::Timestamp {
+    let clock: Value = serde_json::from_str(&http("GET", &format!("{url}/sim/clock"), None)).expect("clock");
+    clock["now"].as_str().expect("now").parse().expect("timestamp")
+}
+
+/// Puts the server clock `lead_s` seconds before a minute boundary; returns its now.
+fn clock_before_boundary(url: &str, lead_s: i64) -> jiff::Timestamp {
+    let to_boundary = 60 - sim_now(url).as_second().rem_euclid(60);
+    let offset = (to_boundary - lead_s + 60) % 60;
+    http("PUT", &format!("{url}/sim/clock"), Some(&json!({"offsetSeconds": offset}).to_string()));
+    sim_now(url)
+}
+
+/// 1,000 unlabelled every-minute CronJobs across 10 namespaces, created at `now`: the
+/// labeller must give each its bucket before it can fire.
+fn herd(now: jiff::Timestamp) -> String {
+    let created = cronshard_types::Zone::utc().format_rfc3339(now);
+    let mut seed = String::new();
+    for i in 0..1000 {
+        let cj = json!({
+            "apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": format!("herd-{i:04}"), "namespace": format!("team-{}", i % 10), "creationTimestamp": created},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": {"app": "herd"}}, "spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}
+        });
+        seed.push_str(&cj.to_string());
+        seed.push('\n');
+    }
+    seed
+}
+
+/// The audit log's successful Job creates, by Job name.
+fn job_creates(url: &str) -> HashMap<String, Vec<Value>> {
+    let mut creates: HashMap<String, Vec<Value>> = HashMap::new();
+    for line in http("GET", &format!("{url}/sim/audit"), None).lines() {
+        let record: Value = serde_json::from_str(line).expect("audit record");
+        if record["verb"] == "create" && record["resource"] == "jobs" && record["code"] == 201 {
+            creates.entry(record["name"].as_str().unwrap_or("").to_owned()).or_default().push(record);
+        }
+    }
+    creates
+}
+
+/// One Job and its CronJob's status carry what upstream and cronshard promise.
+fn job_and_status_say_what_upstream_promises(url: &str, boundary_minute: i64) {
+    let suffix = format!("-{boundary_minute}");
     let job: Value = serde_json::from_str(&http(
         "GET",
         &format!("{url}/apis/batch/v1/namespaces/team-7/jobs/herd-0007{suffix}"),
@@ -123,10 +146,4 @@ fn a_thousand_cronjobs_due_in_one_minute_each_fire_once() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(cj["status"]["lastScheduleTime"], scheduled.as_str());
-    let metrics_text = http("GET", &format!("{metrics}/metrics"), None);
-    assert!(metrics_text.contains("cronjob_controller_job_creation_skew_duration_seconds_count"), "{metrics_text}");
-
-    assert_eq!(terminate(&mut run), Some(0), "cronshard run exits cleanly on SIGTERM");
-    assert_eq!(terminate(&mut sim), Some(0));
-    let _ = std::fs::remove_dir_all(&dir);
 }

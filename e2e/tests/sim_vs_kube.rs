@@ -47,10 +47,24 @@ fn lease(holder: &str) -> Value {
             "acquireTime": "2026-01-01T00:00:00.000000Z", "renewTime": "2026-01-01T00:00:00.000000Z"}})
 }
 
+const CRONJOBS: &str = "/apis/batch/v1/namespaces/{ns}/cronjobs";
+const NIGHTLY: &str = "/apis/batch/v1/namespaces/{ns}/cronjobs/nightly";
+
+/// The whole sequence, in order: each step may depend on the ones before it.
 fn script() -> Vec<Step> {
-    let cronjobs = "/apis/batch/v1/namespaces/{ns}/cronjobs";
-    let one = "/apis/batch/v1/namespaces/{ns}/cronjobs/nightly";
-    let mut steps = vec![
+    let mut steps: Vec<Step> = [creates_and_reads(), writes(), leases_and_events()].into_iter().flatten().collect();
+    for step in &mut steps {
+        if step.method == Method::PATCH && step.content_type == "application/json" {
+            step.content_type = "application/merge-patch+json";
+        }
+    }
+    steps
+}
+
+/// Creates (valid and invalid) and reads with pages and selectors.
+fn creates_and_reads() -> Vec<Step> {
+    let (cronjobs, one) = (CRONJOBS, NIGHTLY);
+    vec![
         step("create", Method::POST, cronjobs, Some(cronjob("nightly", "0 3 * * *", json!({})))),
         step("create a second", Method::POST, cronjobs, Some(cronjob("hourly", "0 * * * *", json!({})))),
         step("create again: AlreadyExists", Method::POST, cronjobs, Some(cronjob("nightly", "0 3 * * *", json!({})))),
@@ -68,6 +82,13 @@ fn script() -> Vec<Step> {
         step("list with limit 1", Method::GET, &format!("{cronjobs}?limit=1"), None),
         step("list by label", Method::GET, &format!("{cronjobs}?labelSelector=team%3Da"), None),
         step("list by field", Method::GET, &format!("{cronjobs}?fieldSelector=metadata.name%3Dhourly"), None),
+    ]
+}
+
+/// Updates, patches, the status subresource, strict validation and deletes.
+fn writes() -> Vec<Step> {
+    let (cronjobs, one) = (CRONJOBS, NIGHTLY);
+    vec![
         step(
             "update with a stale resourceVersion: Conflict",
             Method::PUT,
@@ -117,6 +138,12 @@ fn script() -> Vec<Step> {
             "kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})),
         ),
         step("delete a missing one: NotFound", Method::DELETE, "/apis/batch/v1/namespaces/{ns}/cronjobs/nope", None),
+    ]
+}
+
+/// Leases (as the coordinator claims them) and events.k8s.io Events.
+fn leases_and_events() -> Vec<Step> {
+    vec![
         step("create a Lease", Method::POST, "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", Some(lease("1"))),
         step(
             "claim a Lease with a stale resourceVersion: Conflict",
@@ -146,13 +173,7 @@ fn script() -> Vec<Step> {
                 "eventTime": "2026-01-01T03:00:00.000000Z", "reason": "SuccessfulCreate", "type": "Normal",
                 "regarding": {"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly"}})),
         ),
-    ];
-    for step in &mut steps {
-        if step.method == Method::PATCH && step.content_type == "application/json" {
-            step.content_type = "application/merge-patch+json";
-        }
-    }
-    steps
+    ]
 }
 
 /// Body differences the simulator has on purpose: a path in the body (a list item's path

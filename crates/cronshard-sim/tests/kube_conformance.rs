@@ -300,54 +300,39 @@ async fn raw(
 /// Method, path, content type, body, expected code, expected reason.
 type BadCase<'a> = (&'a str, String, &'a str, Vec<u8>, u16, &'a str);
 
-#[tokio::test]
-async fn bad_input_gets_the_real_status_codes() {
-    let (_state, client) = start(Config::default()).await;
-    let base = "/apis/batch/v1/namespaces/default/cronjobs";
+/// The CronJob `name` as JSON, with `field` (under `spec`) set to `value`.
+fn cronjob_with(name: &str, field: &str, value: serde_json::Value) -> Vec<u8> {
+    let mut v = serde_json::to_value(cronjob(name)).expect("v");
+    v["spec"][field] = value;
+    serde_json::to_vec(&v).expect("json")
+}
+
+const CRONJOBS: &str = "/apis/batch/v1/namespaces/default/cronjobs";
+
+fn bad_cases() -> Vec<BadCase<'static>> {
+    let base = CRONJOBS;
     let good = serde_json::to_vec(&cronjob("ok")).expect("json");
-    let cases: Vec<BadCase<'_>> = vec![
+    let job = br#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x"}}"#.to_vec();
+    let elsewhere = "/apis/batch/v1/namespaces/nowhere/cronjobs".to_owned();
+    vec![
         ("POST", base.into(), "application/json", b"{not json".to_vec(), 400, "BadRequest"),
-        (
-            "POST",
-            base.into(),
-            "application/json",
-            br#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x"}}"#.to_vec(),
-            400,
-            "BadRequest",
-        ),
+        ("POST", base.into(), "application/json", job, 400, "BadRequest"),
         (
             "POST",
             format!("{base}?fieldValidation=Strict"),
             "application/json",
-            serde_json::to_vec(&{
-                let mut v = serde_json::to_value(cronjob("u")).expect("v");
-                v["spec"]["bogus"] = json!(1);
-                v
-            })
-            .expect("json"),
+            cronjob_with("u", "bogus", json!(1)),
             400,
             "BadRequest",
         ),
         ("POST", base.into(), "application/json", vec![b' '; 4 * 1024 * 1024], 413, "RequestEntityTooLarge"),
         ("POST", base.into(), "application/yaml", good.clone(), 415, "UnsupportedMediaType"),
-        (
-            "POST",
-            "/apis/batch/v1/namespaces/nowhere/cronjobs".into(),
-            "application/json",
-            good.clone(),
-            404,
-            "NotFound",
-        ),
+        ("POST", elsewhere, "application/json", good, 404, "NotFound"),
         (
             "POST",
             base.into(),
             "application/json",
-            serde_json::to_vec(&{
-                let mut v = serde_json::to_value(cronjob("bad-schedule")).expect("v");
-                v["spec"]["schedule"] = json!("* * * * 7");
-                v
-            })
-            .expect("json"),
+            cronjob_with("bad-schedule", "schedule", json!("* * * * 7")),
             422,
             "Invalid",
         ),
@@ -367,40 +352,27 @@ async fn bad_input_gets_the_real_status_codes() {
         ("GET", format!("{base}/missing"), "", vec![], 404, "NotFound"),
         ("GET", "/apis/batch/v2/cronjobs".into(), "", vec![], 404, "NotFound"),
         ("PATCH", format!("{base}/missing"), "application/apply-patch+yaml", vec![], 415, "UnsupportedMediaType"),
-    ];
-    for (method, path, content_type, body, code, reason) in cases {
+    ]
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_real_status_codes() {
+    let (_state, client) = start(Config::default()).await;
+    for (method, path, content_type, body, code, reason) in bad_cases() {
         let (got, status) = raw(&client, method, &path, content_type, body).await;
         assert_eq!((got, status["reason"].as_str().unwrap_or("")), (code, reason), "{method} {path}: {status}");
     }
-    // Unknown fields without Strict are accepted with a warning and dropped.
-    let (code, created) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&{
-            let mut v = serde_json::to_value(cronjob("warned")).expect("v");
-            v["spec"]["bogus"] = json!(1);
-            v
-        })
-        .expect("json"),
-    )
-    .await;
+}
+
+#[tokio::test]
+async fn unknown_fields_are_dropped_with_a_warning_and_unknown_zones_are_invalid() {
+    let (_state, client) = start(Config::default()).await;
+    let body = cronjob_with("warned", "bogus", json!(1));
+    let (code, created) = raw(&client, "POST", CRONJOBS, "application/json", body).await;
     assert_eq!(code, 200);
     assert!(created["spec"].get("bogus").is_none());
-    let (_, invalid) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&{
-            let mut v = serde_json::to_value(cronjob("tz")).expect("v");
-            v["spec"]["timeZone"] = json!("Mars/Olympus");
-            v
-        })
-        .expect("json"),
-    )
-    .await;
+    let body = cronjob_with("tz", "timeZone", json!("Mars/Olympus"));
+    let (_, invalid) = raw(&client, "POST", CRONJOBS, "application/json", body).await;
     assert!(
         invalid["message"]
             .as_str()

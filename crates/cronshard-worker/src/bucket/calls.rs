@@ -15,7 +15,7 @@ use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
-use crate::sync::{EventType, Outcome, sync};
+use crate::sync::{CronJobStatus, EventType, Outcome, sync};
 
 /// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
 /// Warning Event on it, so its owner learns why it does not run.
@@ -75,12 +75,12 @@ pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i3
 }
 
 /// One status write with the object's resourceVersion; a 409 re-reads the object.
-pub(super) async fn write_status(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusWrite {
+pub(super) async fn write_status(ctx: &Context, cj: &CronJob, status: &CronJobStatus) -> StatusWrite {
     let namespace = cj.metadata.namespace.clone().unwrap_or_default();
     let name = cj.metadata.name.clone().unwrap_or_default();
     let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
     let mut updated = cj.clone();
-    updated.status = Some(status_to_k8s(&namespace, &outcome.status));
+    updated.status = Some(status_to_k8s(&namespace, status));
     ctx.limiter.acquire(Priority::Status).await;
     match api.replace_status(&name, &PostParams::default(), &updated).await {
         Ok(fresh) => Ok(WriteResult::Written(Box::new(fresh))),

@@ -6,6 +6,7 @@ mod calls;
 mod index;
 mod leftovers;
 mod timers;
+mod writes;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::SyncError;
@@ -23,18 +25,21 @@ use crate::context::Context;
 use crate::convert::key;
 use crate::decoded::{Decoded, decodable};
 use crate::metrics::{ObjectLabels, ReasonLabels};
-use crate::sync::Outcome;
+use crate::sync::{CronJobStatus, Outcome};
 
 use self::calls::{StatusWrite, WriteResult, report_undecodable, sync_with_timeout, write_status};
 use self::index::{Due, Index, Listing};
 use self::timers::Timers;
+use self::writes::{Landed, StatusWrites};
 
 /// Longest a sync (or its status write) may take before the bucket moves on.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Timers are re-checked at least this often, so a jump of the (test) clock is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(1);
-/// How many syncs (and then status writes) of one bucket run at once.
+/// How many syncs of one bucket run at once.
 const PARALLEL_SYNCS: usize = 16;
+/// How many status writes of one bucket are in flight at once.
+const PARALLEL_WRITES: usize = 16;
 
 struct Worker {
     ctx: Arc<Context>,
@@ -42,19 +47,15 @@ struct Worker {
     epoch: i32,
     index: Index,
     timers: Timers,
+    writes: StatusWrites,
+    /// The status writes in flight: (CronJob key, result).
+    writing: JoinSet<(String, StatusWrite)>,
     cronjob_list: Listing<CronJob>,
     job_list: Listing<Job>,
     /// Unlabellable CronJobs of this bucket in the cache: key -> resourceVersion read.
     leftovers: HashMap<String, String>,
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
-}
-
-/// A sync's result on its way through the pipeline: the status write, if it needed one.
-struct Synced {
-    due: Due,
-    outcome: Outcome,
-    write: Option<StatusWrite>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -82,6 +83,8 @@ pub async fn run(
         epoch,
         index: Index::default(),
         timers: Timers::default(),
+        writes: StatusWrites::new(PARALLEL_WRITES),
+        writing: JoinSet::new(),
         cronjob_list: Listing::Unlisted,
         job_list: Listing::Unlisted,
         leftovers: HashMap::new(),
@@ -107,6 +110,7 @@ pub async fn run(
                 None => break,
             },
             _ = tokio::time::sleep(sleep) => w.run_due().await,
+            Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             _ = ctx.clock.changed() => {}
             changed = leftover_changes.changed() => {
                 if changed.is_ok() {
@@ -121,6 +125,10 @@ pub async fn run(
             ready.fetch_add(1, Ordering::Relaxed);
             counted_ready = Some(ReadyGuard(ready.clone()));
         }
+    }
+    // Handing the bucket over: what was decided is written before the Lease is released.
+    if *stop.borrow() {
+        w.drain_writes().await;
     }
     drop(counted_ready);
 }
@@ -201,6 +209,7 @@ impl Worker {
     fn forget_cronjob(&mut self, k: &str) {
         self.index.delete_cronjob(k);
         self.timers.forget(k);
+        self.writes.forget(k);
     }
 
     fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
@@ -250,12 +259,11 @@ impl Worker {
         }
     }
 
-    /// Syncs every CronJob that is due, as a pipeline: all their syncs (the Job creations)
-    /// run together first, then all their status writes, so under a herd a bucket's creates
-    /// do not queue behind its own status writes.
+    /// Syncs every CronJob that is due, several at once. Their status writes go out in the
+    /// background, so a due create never queues behind a status write.
     async fn run_due(&mut self) {
         let now = self.ctx.clock.now();
-        let due: Vec<Due> = self.timers.pop_due(now).iter().filter_map(|k| self.index.due(k)).collect();
+        let due: Vec<Due> = self.timers.pop_due(now).iter().filter_map(|k| self.due(k)).collect();
         let (ctx, bucket, epoch) = (self.ctx.clone(), self.bucket, self.epoch);
         let synced: Vec<(Due, Outcome)> = futures::stream::iter(due)
             .map(|due| {
@@ -268,51 +276,98 @@ impl Worker {
             .buffer_unordered(PARALLEL_SYNCS)
             .collect()
             .await;
-        let written: Vec<Synced> = futures::stream::iter(synced)
-            .map(|(due, outcome)| {
-                let ctx = ctx.clone();
-                async move {
-                    let write = match outcome.status_changed {
-                        true => Some(write_status_with_timeout(&ctx, &due.cronjob, &outcome).await),
-                        false => None,
-                    };
-                    Synced { due, outcome, write }
-                }
-            })
-            .buffer_unordered(PARALLEL_SYNCS)
-            .collect()
-            .await;
-        for synced in written {
-            self.finish(synced);
+        for (due, outcome) in synced {
+            self.finish(due, outcome);
         }
+        self.start_writes();
         self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
     }
 
-    /// Applies a sync's results: metrics and Events, the fresh object, the next sync time.
-    fn finish(&mut self, Synced { due, outcome, write }: Synced) {
+    /// What a sync of `k` reads: the cache, with the status this bucket decided last if the
+    /// server does not have it yet.
+    fn due(&self, k: &str) -> Option<Due> {
+        let mut due = self.index.due(k)?;
+        if let Some(status) = self.writes.unwritten(k) {
+            due.state.status = status.clone();
+        }
+        Some(due)
+    }
+
+    /// Applies a sync's results: metrics and Events, the status to write, the next sync time.
+    fn finish(&mut self, due: Due, outcome: Outcome) {
         self.record(&due, &outcome);
         let k = due.key.as_str();
         if let Some(through) = outcome.reported_through {
             self.index.set_reported(k, through);
         }
-        let now = self.ctx.clock.now();
-        let mut failed = outcome.error.clone();
-        match write {
-            Some(Ok(WriteResult::Written(fresh))) => self.index.apply_fresh(*fresh),
-            Some(Ok(WriteResult::Conflict(Some(fresh)))) => {
-                self.index.apply_fresh(*fresh);
-                self.timers.schedule(k, now);
-            }
-            Some(Ok(WriteResult::Conflict(None))) | None => {}
-            Some(Err(e)) => failed = Some(e),
+        if outcome.status_changed {
+            self.writes.decided(k, outcome.status.clone());
         }
-        match failed {
-            Some(error) => {
-                let delay = self.timers.failed(k, now, outcome.requeue_at);
-                self.ctx.log_warn("sync", &format!("sync of {k} failed, retried in {delay:?}: {error}"));
-                self.ctx.metrics.sync_errors.get_or_create(&ReasonLabels { reason: error.metric_label().into() }).inc();
-            }
+        match &outcome.error {
+            Some(error) => self.failed(k, error, outcome.requeue_at),
             None => self.timers.succeeded(k, outcome.requeue_at),
+        }
+    }
+
+    /// A failed sync or status write: retried with backoff, never later than `next`.
+    fn failed(&mut self, k: &str, error: &SyncError, next: Option<cronshard_types::Timestamp>) {
+        let delay = self.timers.failed(k, self.ctx.clock.now(), next);
+        self.ctx.log_warn("sync", &format!("sync of {k} failed, retried in {delay:?}: {error}"));
+        self.ctx.metrics.sync_errors.get_or_create(&ReasonLabels { reason: error.metric_label().into() }).inc();
+    }
+
+    /// Starts the status writes that have a free slot, each with the cached object's
+    /// resourceVersion.
+    fn start_writes(&mut self) {
+        for (k, status) in self.writes.start() {
+            let Some(cronjob) = self.index.cronjob(&k).cloned() else {
+                self.writes.finished(&k, Landed::No);
+                continue;
+            };
+            let ctx = self.ctx.clone();
+            self.writing.spawn(async move {
+                let written = write_status_with_timeout(&ctx, &cronjob, &status).await;
+                (k, written)
+            });
+        }
+    }
+
+    /// A status write ended: the fresh object goes into the cache; a conflict syncs again
+    /// from the server's copy; a failure backs off.
+    fn write_done(&mut self, written: Result<(String, StatusWrite), tokio::task::JoinError>) {
+        // A write task only ends early when the bucket is being aborted (fencing).
+        let Ok((k, written)) = written else { return };
+        let landed = match written {
+            Ok(WriteResult::Written(fresh)) => {
+                self.index.apply_fresh(*fresh);
+                Landed::Yes
+            }
+            Ok(WriteResult::Conflict(fresh)) => {
+                if let Some(fresh) = fresh {
+                    self.index.apply_fresh(*fresh);
+                    self.timers.schedule(&k, self.ctx.clock.now());
+                }
+                Landed::No
+            }
+            Err(error) => {
+                self.failed(&k, &error, None);
+                Landed::No
+            }
+        };
+        self.writes.finished(&k, landed);
+        self.start_writes();
+    }
+
+    /// Writes everything decided, within [`SYNC_TIMEOUT`] in all.
+    async fn drain_writes(&mut self) {
+        let drain = async {
+            self.start_writes();
+            while let Some(written) = self.writing.join_next().await {
+                self.write_done(written);
+            }
+        };
+        if tokio::time::timeout(SYNC_TIMEOUT, drain).await.is_err() {
+            self.ctx.log_warn("sync", &format!("bucket {}: status writes did not finish in time", self.bucket));
         }
     }
 
@@ -342,8 +397,8 @@ impl Worker {
 }
 
 /// A status write, bounded in time like a sync.
-async fn write_status_with_timeout(ctx: &Context, cj: &CronJob, outcome: &Outcome) -> StatusWrite {
-    match tokio::time::timeout(SYNC_TIMEOUT, write_status(ctx, cj, outcome)).await {
+async fn write_status_with_timeout(ctx: &Context, cj: &CronJob, status: &CronJobStatus) -> StatusWrite {
+    match tokio::time::timeout(SYNC_TIMEOUT, write_status(ctx, cj, status)).await {
         Ok(result) => result,
         Err(_) => Err(SyncError::Timeout { what: "status write", after: SYNC_TIMEOUT }),
     }
