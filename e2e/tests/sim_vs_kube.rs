@@ -79,7 +79,30 @@ fn creates_and_reads() -> Vec<Step> {
         ),
         step("TZ= in the schedule", Method::POST, cronjobs, Some(cronjob("tz-prefix", "TZ=UTC 0 3 * * *", json!({})))),
         step("a 53-character name", Method::POST, cronjobs, Some(cronjob(&"n".repeat(53), "0 3 * * *", json!({})))),
+        step(
+            "a Job named with 64 characters: Invalid",
+            Method::POST,
+            "/apis/batch/v1/namespaces/{ns}/jobs",
+            Some(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j".repeat(64)},
+                "spec": {"template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}})),
+        ),
         step("list with limit 1", Method::GET, &format!("{cronjobs}?limit=1"), None),
+        step("the next page: continue", Method::GET, &format!("{cronjobs}?limit=1&continue={{continue}}"), None),
+        step("list at resourceVersion 0", Method::GET, &format!("{cronjobs}?resourceVersion=0"), None),
+        step(
+            "list not older than resourceVersion 0",
+            Method::GET,
+            &format!("{cronjobs}?resourceVersion=0&resourceVersionMatch=NotOlderThan"),
+            None,
+        ),
+        step(
+            "resourceVersionMatch without a resourceVersion: BadRequest",
+            Method::GET,
+            &format!("{cronjobs}?resourceVersionMatch=NotOlderThan"),
+            None,
+        ),
+        step("get at resourceVersion 0", Method::GET, &format!("{one}?resourceVersion=0"), None),
         step("list by label", Method::GET, &format!("{cronjobs}?labelSelector=team%3Da"), None),
         step("list by field", Method::GET, &format!("{cronjobs}?fieldSelector=metadata.name%3Dhourly"), None),
     ]
@@ -146,6 +169,12 @@ fn leases_and_events() -> Vec<Step> {
     vec![
         step("create a Lease", Method::POST, "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", Some(lease("1"))),
         step(
+            "update a Lease without a resourceVersion",
+            Method::PUT,
+            "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/cronshard-bucket-7",
+            Some(lease("1")),
+        ),
+        step(
             "claim a Lease with a stale resourceVersion: Conflict",
             Method::PUT,
             "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/cronshard-bucket-7",
@@ -201,6 +230,8 @@ struct Answer {
     causes: BTreeSet<(String, String)>,
     /// The body, masked.
     body: Value,
+    /// A list's continue token (each server's own), for a next step's `{continue}`.
+    continue_token: String,
 }
 
 const MASKED: &[&str] = &["uid", "resourceVersion", "creationTimestamp", "continue", "selfLink"];
@@ -222,11 +253,11 @@ fn mask(value: &mut Value) {
     }
 }
 
-async fn send(client: &kube::Client, ns: &str, s: &Step) -> Answer {
+async fn send(client: &kube::Client, ns: &str, s: &Step, continue_token: &str) -> Answer {
     let body = s.body.as_ref().map(|b| serde_json::to_vec(b).expect("json")).unwrap_or_default();
     let request = Request::builder()
         .method(s.method.clone())
-        .uri(s.path.replace("{ns}", ns))
+        .uri(s.path.replace("{ns}", ns).replace("{continue}", continue_token))
         .header("content-type", s.content_type)
         .header("accept", "application/json")
         .body(body)
@@ -235,6 +266,7 @@ async fn send(client: &kube::Client, ns: &str, s: &Step) -> Answer {
     let code = response.status().as_u16();
     let bytes = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
     let mut body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let continue_token = body["metadata"]["continue"].as_str().unwrap_or_default().to_owned();
     let (reason, causes) = if body["kind"] == "Status" && code >= 400 {
         let causes = body["details"]["causes"].as_array().into_iter().flatten();
         let causes = causes
@@ -249,7 +281,7 @@ async fn send(client: &kube::Client, ns: &str, s: &Step) -> Answer {
         body = json!({"kind": "Status", "code": body["code"], "reason": body["reason"]});
     }
     mask(&mut body);
-    Answer { code, reason, causes, body }
+    Answer { code, reason, causes, body, continue_token }
 }
 
 /// Paths (`/a/b/0`) where two JSON values differ, with both values.
@@ -294,7 +326,7 @@ async fn the_simulator_answers_like_kube_apiserver() {
     let sim_ns = {
         let ns_body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         let create = step("namespace", Method::POST, "/api/v1/namespaces", Some(ns_body));
-        assert_eq!(send(&sim, "", &create).await.code, 201);
+        assert_eq!(send(&sim, "", &create, "").await.code, 201);
         ns.clone()
     };
 
@@ -302,9 +334,11 @@ async fn the_simulator_answers_like_kube_apiserver() {
     let mut seen = BTreeSet::new();
     let mut identical = 0;
     let steps = script();
+    let (mut sim_continue, mut kube_continue) = (String::new(), String::new());
     for s in &steps {
-        let from_sim = send(&sim, &sim_ns, s).await;
-        let from_kube = send(&kube, &ns, s).await;
+        let from_sim = send(&sim, &sim_ns, s, &sim_continue).await;
+        let from_kube = send(&kube, &ns, s, &kube_continue).await;
+        (sim_continue, kube_continue) = (from_sim.continue_token.clone(), from_kube.continue_token.clone());
         assert_eq!(
             (from_sim.code, &from_sim.reason, &from_sim.causes),
             (from_kube.code, &from_kube.reason, &from_kube.causes),

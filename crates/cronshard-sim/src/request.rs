@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use base64::Engine;
 use serde_json::json;
 
-use crate::error::{ApiError, Result};
+use crate::error::{ApiError, Cause, Result};
 use crate::resource::Resource;
 use crate::selector::{FieldSelector, LabelSelector};
 
@@ -157,33 +157,25 @@ impl ListParams {
                 ApiError::BadRequest(format!("invalid resource version: {rv_text:?}: must be a non-negative integer"))
             })?);
         }
-        p.rv_match = match get("resourceVersionMatch").unwrap_or("") {
-            "" => None,
+        let rv_match = get("resourceVersionMatch").unwrap_or("");
+        p.rv_match = match rv_match {
             "NotOlderThan" => Some(Match::NotOlderThan),
             "Exact" => Some(Match::Exact),
-            other => {
-                return Err(ApiError::BadRequest(format!(
-                    "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
-                )));
-            }
+            _ => None,
         };
-        if let Some(token) = get("continue").filter(|c| !c.is_empty()) {
+        let continue_token = get("continue").filter(|c| !c.is_empty());
+        p.check_list_options(rv_match, continue_token.is_some())?;
+        if let Some(token) = continue_token {
             p.check_continue()?;
             p.continue_token = Some(ContinueToken::decode(token)?);
         }
-        p.check_resource_version_match()?;
         Ok(p)
     }
 
-    /// What kube-apiserver forbids together with `continue`.
+    /// What kube-apiserver forbids together with `continue` (after its option checks).
     fn check_continue(&self) -> Result<()> {
         if self.watch {
             return Err(ApiError::BadRequest("continue: Forbidden: continue is not supported for watch".into()));
-        }
-        if self.rv_match.is_some() {
-            return Err(ApiError::BadRequest(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
-            ));
         }
         if self.resource_version.is_some_and(|rv| rv != 0) {
             return Err(ApiError::BadRequest("specifying resource version is not allowed when using continue".into()));
@@ -191,41 +183,68 @@ impl ListParams {
         Ok(())
     }
 
-    /// kube-apiserver's rules for `resourceVersionMatch` and `sendInitialEvents`.
-    fn check_resource_version_match(&self) -> Result<()> {
-        let forbid = |text: &str| Err(ApiError::BadRequest(text.to_owned()));
-        if !self.watch && self.rv_match.is_some() && self.resource_version.is_none() {
-            return forbid(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-            );
-        }
-        if self.rv_match == Some(Match::Exact) && self.resource_version == Some(0) {
-            return forbid(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-            );
-        }
-        if !self.send_initial_events {
-            if self.watch && self.rv_match.is_some() {
-                return forbid(
-                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                );
+    /// kube-apiserver's `ValidateListOptions` (with the WatchList feature on): every problem
+    /// of `resourceVersionMatch` and `sendInitialEvents` as one 422 on `ListOptions`.
+    fn check_list_options(&self, rv_match: &str, has_continue: bool) -> Result<()> {
+        let forbidden = |field: &str, detail: &str| Cause {
+            field: field.to_owned(),
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+        };
+        let not_supported = |supported: &str| Cause {
+            field: "resourceVersionMatch".to_owned(),
+            reason: "FieldValueNotSupported",
+            message: format!("Unsupported value: {}: supported values: {supported}", serde_json::json!(rv_match)),
+        };
+        let mut causes = Vec::new();
+        if self.watch {
+            if self.send_initial_events && self.rv_match != Some(Match::NotOlderThan) {
+                let detail = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+                causes.push(forbidden("resourceVersionMatch", detail));
             }
+            if !rv_match.is_empty() {
+                if !self.send_initial_events {
+                    let detail = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
+                    causes.push(forbidden("resourceVersionMatch", detail));
+                }
+                if self.rv_match != Some(Match::NotOlderThan) {
+                    causes.push(not_supported("\"NotOlderThan\""));
+                }
+                if has_continue {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    ));
+                }
+            }
+        } else {
+            if !rv_match.is_empty() {
+                if self.resource_version.is_none() {
+                    let detail = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+                    causes.push(forbidden("resourceVersionMatch", detail));
+                }
+                if has_continue {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    ));
+                }
+                if self.rv_match.is_none() {
+                    causes.push(not_supported("\"Exact\", \"NotOlderThan\", \"\""));
+                }
+                if self.rv_match == Some(Match::Exact) && self.resource_version == Some(0) {
+                    let detail = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+                    causes.push(forbidden("resourceVersionMatch", detail));
+                }
+            }
+            if self.send_initial_events {
+                causes.push(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+            }
+        }
+        if causes.is_empty() {
             return Ok(());
         }
-        if !self.watch {
-            return forbid("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
-        }
-        if !self.allow_bookmarks {
-            return forbid(
-                "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is true",
-            );
-        }
-        if self.rv_match != Some(Match::NotOlderThan) {
-            return forbid(
-                "resourceVersionMatch: Unsupported value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            );
-        }
-        Ok(())
+        Err(ApiError::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes })
     }
 }
 

@@ -220,6 +220,11 @@ impl Resource {
             }
             validate_cronjob_spec(object, creating, &mut causes);
         }
+        if self == Resource::Jobs && creating && name.len() > 63 {
+            // kube-apiserver labels the pod template with the Job's name (`job-name`,
+            // `batch.kubernetes.io/job-name`), and a label value is at most 63 characters.
+            causes.push(Cause::invalid("spec.template.labels", name, "must be no more than 63 characters"));
+        }
         if self == Resource::Events && creating {
             validate_new_event(object, &mut causes);
         }

@@ -169,6 +169,9 @@ async fn rbac_answers_403_like_the_real_authorizer() {
     assert_eq!(code, 403, "{body}");
     assert!(body.contains("at the cluster scope"));
     assert_eq!(send(&client, "GET", CRONJOBS, &[("authorization", "Bearer wrong")], Value::Null).await.0, 401);
+    // The scheme is case-insensitive, as kube-apiserver reads it.
+    assert_eq!(send(&client, "GET", CRONJOBS, &[("authorization", "bearer alice-token")], Value::Null).await.0, 200);
+    assert_eq!(send(&client, "GET", CRONJOBS, &[("authorization", "Basic alice-token")], Value::Null).await.0, 401);
     assert_eq!(send(&client, "GET", CRONJOBS, &[], Value::Null).await.0, 403, "anonymous has no binding");
 }
 
@@ -303,6 +306,12 @@ async fn bulk_load_skips_validation() {
         send(&client, "GET", "/apis/batch/v1/namespaces/team-a/cronjobs/bad-schedule", &[], Value::Null).await;
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("61 * * * *"));
+    // A status write does not validate the spec again, as kube-apiserver's status strategy.
+    let path = "/apis/batch/v1/namespaces/team-a/cronjobs/bad-schedule/status";
+    let mut stored: Value = serde_json::from_str(&body).expect("cronjob");
+    stored["status"] = json!({"lastScheduleTime": "2026-01-01T00:00:00Z"});
+    let (code, _, body) = send(&client, "PUT", path, &[], stored).await;
+    assert_eq!(code, 200, "{body}");
     let (_, _, metrics) = send(&client, "GET", "/metrics", &[], Value::Null).await;
     assert!(metrics.contains("cronshard_sim_requests_total"), "{metrics}");
     assert!(metrics.contains("cronshard_sim_objects{resource=\"cronjobs.batch\"} 3"), "{metrics}");

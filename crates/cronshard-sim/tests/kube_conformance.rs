@@ -348,7 +348,7 @@ fn bad_cases() -> Vec<BadCase<'static>> {
         ("GET", format!("{base}?fieldSelector=spec.schedule%3Dx"), "", vec![], 400, "BadRequest"),
         ("GET", format!("{base}?resourceVersion=abc"), "", vec![], 400, "BadRequest"),
         ("GET", format!("{base}?continue=garbage!!"), "", vec![], 400, "BadRequest"),
-        ("GET", format!("{base}?resourceVersionMatch=Exact"), "", vec![], 400, "BadRequest"),
+        ("GET", format!("{base}?resourceVersionMatch=Exact"), "", vec![], 422, "Invalid"),
         ("GET", format!("{base}/missing"), "", vec![], 404, "NotFound"),
         ("GET", "/apis/batch/v2/cronjobs".into(), "", vec![], 404, "NotFound"),
         ("PATCH", format!("{base}/missing"), "application/apply-patch+yaml", vec![], 415, "UnsupportedMediaType"),

@@ -152,7 +152,12 @@ fn authenticate(state: &SimState, headers: &HeaderMap) -> Result<User> {
     let config = &state.0.config;
     match headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         Some(value) => {
-            let token = value.strip_prefix("Bearer ").ok_or(ApiError::Unauthorized)?.trim();
+            // The scheme is case-insensitive, as kube-apiserver reads it.
+            let (scheme, token) = value.split_once(' ').ok_or(ApiError::Unauthorized)?;
+            if !scheme.eq_ignore_ascii_case("bearer") {
+                return Err(ApiError::Unauthorized);
+            }
+            let token = token.trim();
             config.tokens.get(token).cloned().ok_or(ApiError::Unauthorized)
         }
         None if config.allow_anonymous => Ok(User::anonymous()),

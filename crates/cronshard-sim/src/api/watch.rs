@@ -178,7 +178,9 @@ impl WatchStream {
         if self.initial {
             progress = snapshot_rv;
         }
-        if self.params.send_initial_events {
+        // kube-apiserver marks the end of the initial events only for a client that takes
+        // bookmarks.
+        if self.params.send_initial_events && self.params.allow_bookmarks {
             self.send(bookmark_line(self.resource, progress, true)).await?;
         }
         Ok(progress)

@@ -38,8 +38,10 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// How many syncs of one bucket run at once.
 const PARALLEL_SYNCS: usize = 16;
-/// How many status writes of one bucket are in flight at once.
-const PARALLEL_WRITES: usize = 16;
+/// How many status writes of one bucket wait for the client's budget or are in flight at
+/// once. Enough that, across the buckets, status writes keep waiting at the limiter until
+/// they are done: with fewer, the gaps between them go to Events, which are less urgent.
+const PARALLEL_WRITES: usize = 256;
 
 struct Worker {
     ctx: Arc<Context>,
