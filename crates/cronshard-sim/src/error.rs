@@ -136,6 +136,11 @@ impl ApiError {
         }
     }
 
+    /// The variant as a metric or log label: the Status `reason`, which is what clients see.
+    pub fn metric_label(&self) -> &'static str {
+        self.reason()
+    }
+
     /// The `metav1.Status` object for this error.
     pub fn status(&self) -> Value {
         let mut status = json!({

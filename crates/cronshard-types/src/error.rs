@@ -32,6 +32,24 @@ pub enum Error {
     NoFireTime { after: jiff::Timestamp },
 }
 
+impl Error {
+    /// The variant as a metric or log label.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::EmptySchedule => "EmptySchedule",
+            Error::FieldCount { .. } => "FieldCount",
+            Error::Field { .. } => "Field",
+            Error::UnknownDescriptor(_) => "UnknownDescriptor",
+            Error::EveryDuration { .. } => "EveryDuration",
+            Error::MissingFieldsAfterZone { .. } => "MissingFieldsAfterZone",
+            Error::BadScheduleLocation { .. } => "BadScheduleLocation",
+            Error::UnknownTimeZone { .. } => "UnknownTimeZone",
+            Error::NegativeStartingDeadline(_) => "NegativeStartingDeadline",
+            Error::NoFireTime { .. } => "NoFireTime",
+        }
+    }
+}
+
 /// Why one field of a five-field schedule is invalid. Messages follow robfig/cron's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldError {
