@@ -38,7 +38,8 @@ impl<B: Buckets> Coordinator<B> {
                 let resource_version = fresh.metadata.resource_version.clone().unwrap_or_default();
                 let transitions = fresh.spec.as_ref().and_then(|s| s.lease_transitions).unwrap_or(0);
                 tracing::info!(bucket = b, epoch = transitions, "claimed bucket");
-                self.state.claimed(b, Held { resource_version, transitions }, LeaseInfo::from_lease(&fresh));
+                let held = Held { resource_version, transitions };
+                self.state.claimed(b, held, LeaseInfo::from_lease(&fresh), Instant::now());
                 self.metrics.lease_transitions.inc();
                 self.buckets.start(b, transitions);
             }

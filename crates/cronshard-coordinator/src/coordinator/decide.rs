@@ -161,12 +161,12 @@ impl Decider {
         actions
     }
 
-    /// The member Lease was written by a renewal sent at `sent`.
-    pub(super) fn renewed(&mut self, sent: Instant, lease: Option<LeaseInfo>) {
+    /// The member Lease was written by a renewal sent at `sent`; its answer came at `now`.
+    pub(super) fn renewed(&mut self, sent: Instant, now: Instant, lease: Option<LeaseInfo>) {
         self.standing = Standing::Renewed { at: sent };
         self.next_renew = sent + self.timing.renew_period;
         if let Some(info) = lease {
-            self.index.apply(info, Instant::now());
+            self.index.apply(info, now);
         }
     }
 
@@ -180,10 +180,11 @@ impl Decider {
         self.claim_at.remove(&b);
     }
 
-    pub(super) fn claimed(&mut self, b: u32, held: Held, lease: Option<LeaseInfo>) {
+    /// `b` was claimed; the answer came at `now`.
+    pub(super) fn claimed(&mut self, b: u32, held: Held, lease: Option<LeaseInfo>, now: Instant) {
         self.held.insert(b, held);
         if let Some(info) = lease {
-            self.index.apply(info, Instant::now());
+            self.index.apply(info, now);
         }
     }
 

@@ -55,7 +55,7 @@ fn held(b: u32) -> Held {
 async fn renewal_comes_first_and_then_every_renew_period() {
     let mut d = decider(timing(Duration::ZERO));
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
-    d.renewed(Instant::now(), Some(member("me", 2)));
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     advance(d.timing.renew_period - Duration::from_millis(1)).await;
     assert!(d.member_actions(Instant::now()).is_empty());
     advance(Duration::from_millis(1)).await;
@@ -70,7 +70,7 @@ async fn renewal_comes_first_and_then_every_renew_period() {
 async fn free_buckets_are_claimed_once_renewed_and_after_the_jitter() {
     let jitter = Duration::from_millis(500);
     let mut d = decider(timing(jitter));
-    d.renewed(Instant::now(), Some(member("me", 2)));
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     let buckets = mine(&mut d);
     assert_eq!(buckets, (0..BUCKETS).collect());
     let now = Instant::now();
@@ -83,7 +83,7 @@ async fn free_buckets_are_claimed_once_renewed_and_after_the_jitter() {
     assert!(early.is_subset(&all));
     for b in 0..BUCKETS {
         d.claiming(b);
-        d.claimed(b, held(b), Some(info(Role::Bucket(b), 10 + b, Some("me"), None)));
+        d.claimed(b, held(b), Some(info(Role::Bucket(b), 10 + b, Some("me"), None)), Instant::now());
     }
     assert!(d.bucket_actions(&buckets, Instant::now()).is_empty(), "held buckets are not claimed again");
 }
@@ -91,7 +91,7 @@ async fn free_buckets_are_claimed_once_renewed_and_after_the_jitter() {
 #[tokio::test(start_paused = true)]
 async fn a_bucket_held_by_a_live_peer_is_left_alone() {
     let mut d = decider(timing(Duration::ZERO));
-    d.renewed(Instant::now(), Some(member("me", 2)));
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     d.index.apply(member("peer", 3), Instant::now());
     let buckets = mine(&mut d);
     let ours = *buckets.first().expect("half of the buckets are mine");
@@ -102,9 +102,9 @@ async fn a_bucket_held_by_a_live_peer_is_left_alone() {
 #[tokio::test(start_paused = true)]
 async fn a_missed_renew_deadline_fences_before_the_next_renewal() {
     let mut d = decider(timing(Duration::ZERO));
-    d.renewed(Instant::now(), Some(member("me", 2)));
-    d.claimed(0, held(0), None);
-    d.claimed(1, held(1), None);
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
+    d.claimed(0, held(0), None, Instant::now());
+    d.claimed(1, held(1), None, Instant::now());
     advance(d.timing.renew_deadline - Duration::from_millis(1)).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew], "not yet");
     d.next_renew = Instant::now() + d.timing.renew_period;
@@ -121,7 +121,7 @@ async fn a_missed_renew_deadline_fences_before_the_next_renewal() {
 #[tokio::test(start_paused = true)]
 async fn a_lapse_with_nothing_held_forgets_the_view_but_does_not_fence() {
     let mut d = decider(timing(Duration::ZERO));
-    d.renewed(Instant::now(), Some(member("me", 2)));
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     advance(d.timing.renew_deadline).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
     assert_eq!(d.sight, Sight::Relist);
@@ -130,9 +130,9 @@ async fn a_lapse_with_nothing_held_forgets_the_view_but_does_not_fence() {
 #[tokio::test(start_paused = true)]
 async fn buckets_the_assignment_moves_away_are_released_and_not_reclaimed_meanwhile() {
     let mut d = decider(timing(Duration::ZERO));
-    d.renewed(Instant::now(), Some(member("me", 2)));
+    d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     for b in 0..BUCKETS {
-        d.claimed(b, held(b), Some(info(Role::Bucket(b), 10 + b, Some("me"), None)));
+        d.claimed(b, held(b), Some(info(Role::Bucket(b), 10 + b, Some("me"), None)), Instant::now());
     }
     d.index.apply(member("peer", 3), Instant::now());
     let buckets = mine(&mut d);

@@ -159,7 +159,7 @@ impl<B: Buckets> Coordinator<B> {
         if !matches!(self.state.standing, Standing::Renewed { .. }) {
             tracing::info!(identity = %self.settings.identity, "member Lease renewed; (re)joining");
         }
-        self.state.renewed(sent, LeaseInfo::from_lease(fresh));
+        self.state.renewed(sent, Instant::now(), LeaseInfo::from_lease(fresh));
         self.buckets.writes_until(sent + self.settings.timing.renew_deadline);
     }
 

@@ -215,8 +215,12 @@ impl<'a> Controllers<'a> {
                     self.rollout.push((start + surge_s, r, false));
                 }
             }
-            Fault::Compact { .. } => drop(admin.call("POST", "/sim/compact", Vec::new()).await?),
-            Fault::DropWatches { .. } => drop(admin.call("POST", "/sim/drop-watches", Vec::new()).await?),
+            Fault::Compact { .. } => {
+                admin.call("POST", "/sim/compact", Vec::new()).await?;
+            }
+            Fault::DropWatches { .. } => {
+                admin.call("POST", "/sim/drop-watches", Vec::new()).await?;
+            }
         }
         Ok(())
     }
