@@ -47,9 +47,10 @@ pub fn table(report: &Report) -> String {
         "scenario {} · {} CronJobs · window {} s · admitted writes {}/s",
         report.scenario, report.cronjobs, report.window_s, report.sim.admitted_writes_per_s
     );
+    let w = report.arms.iter().map(|a| a.name.len()).max().unwrap_or(0).max(13);
     let _ = writeln!(
         out,
-        "{:<13} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>13} {:>6} {:>6} {:>7} {:>8}",
+        "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>13} {:>6} {:>6} {:>7} {:>8}",
         "arm",
         "expected",
         "created",
@@ -66,18 +67,20 @@ pub fn table(report: &Report) -> String {
     );
     for a in &report.arms {
         let x = &a.analysis;
+        // The worst is the one furthest over its bound; one that never drained is worse still.
+        let over = |h: &&crate::analysis::Herd| h.drain_s.map_or(f64::INFINITY, |d| d / h.lower_bound_s.max(1e-9));
         let herd = x
             .herds
             .iter()
+            .max_by(|a, b| over(a).total_cmp(&over(b)))
             .map(|h| match h.drain_s {
                 Some(d) => format!("{d:.1}/{:.1}", h.lower_bound_s),
                 None => format!("-/{:.1}", h.lower_bound_s),
             })
-            .max_by_key(String::len)
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "{:<13} {:>8} {:>8} {:>7} {:>5} {:>8.2} {:>8.2} {:>9.2} {:>13} {:>6} {:>6} {:>7.1} {:>8.0}",
+            "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8.2} {:>8.2} {:>9.2} {:>13} {:>6} {:>6} {:>7.1} {:>8.0}",
             a.name,
             x.expected,
             x.created,
@@ -377,5 +380,21 @@ mod tests {
         let mut empty = report();
         empty.arms.clear();
         assert!(texts(&svg(&empty).expect("drawn")).iter().any(|t| t == "skew (log scale)"));
+    }
+
+    #[test]
+    fn the_table_names_the_herd_furthest_over_its_bound_and_aligns_long_arm_names() {
+        let mut r = report();
+        r.arms[2].name = "cronshard-16-fixed".into();
+        let table = table(&r);
+        let lines: Vec<&str> = table.lines().collect();
+        let row = |name: &str| lines.iter().find(|l| l.starts_with(name)).copied().unwrap_or_default();
+        // 0.2 s against 0.1 s is twice its bound; 8.2 s against 6.0 s is 1.37 times.
+        assert!(row("cronshard-3 ").contains(" 0.2/0.1 "), "{table}");
+        assert!(row("v2 ").contains(" -/6.0 "), "{table}");
+        let header = lines[1];
+        for name in ["cronshard-3", "v2", "cronshard-16-fixed"] {
+            assert_eq!(row(name).len(), header.len(), "{table}");
+        }
     }
 }

@@ -93,6 +93,7 @@ fn the_chart_renders_into_kubernetes_types_with_default_and_other_values() {
     assert_eq!(pod.service_account_name.as_deref(), Some("cronshard-existing"));
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert!(args.iter().any(|a| a == "--selector=cronshard.io/managed=true"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--fixed-rate"), "{args:?}");
 }
 
 #[test]
@@ -126,6 +127,7 @@ fn the_deployment_is_hardened_and_runs_the_binary_with_flags_it_has() {
 
     let args = c.args.clone().unwrap_or_default();
     assert_eq!(args.first().map(String::as_str), Some("run"), "{args:?}");
+    assert!(!args.iter().any(|a| a == "--fixed-rate"), "the rate adapts by default: {args:?}");
     let out = std::process::Command::new(common::cronshard()).args(["run", "--help"]).output().expect("help");
     let help = String::from_utf8_lossy(&out.stdout);
     for arg in &args[1..] {

@@ -1,5 +1,6 @@
 //! The replica's Kubernetes client: every HTTP response counted by verb and code (retries
-//! included), and 429/503/504 retried a bounded number of times, honouring Retry-After.
+//! included) and timed for the adaptive rate, and 429/503/504 retried a bounded number of
+//! times, honouring Retry-After.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -88,10 +89,11 @@ where
         let counters = self.counters.clone();
         let response = self.inner.call(request);
         Box::pin(async move {
+            let sent = tokio::time::Instant::now();
             let result = response.await;
             // Transport failures count as code 0.
             let code = result.as_ref().map_or(0, |r| r.status().as_u16());
-            counters.observe(verb, code);
+            counters.observe(verb, code, sent.elapsed());
             result
         })
     }

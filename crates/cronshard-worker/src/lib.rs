@@ -5,6 +5,7 @@
 //! narrow [`Jobs`] trait and plain structs, so every rule is tested without a server.
 //! [`bucket::run`] drives it for one bucket against a real API server.
 
+pub mod aimd;
 pub mod bucket;
 pub mod client;
 pub mod context;

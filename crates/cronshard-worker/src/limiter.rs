@@ -1,5 +1,6 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
-//! bucket, served by priority so that due Job creations go first under a herd.
+//! bucket, served by priority so that due Job creations go first under a herd, at the rate
+//! [`crate::aimd`] sets.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -7,6 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+
+use crate::aimd::{Aimd, Cut, RateBudget, Signals};
 
 /// What a call is for, most urgent first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,10 +30,12 @@ struct State {
     queues: [VecDeque<oneshot::Sender<()>>; 3],
     /// Whether a task is handing out tokens to the queues.
     pumping: bool,
-    /// The current rate and burst (they change with this replica's share of a deployment
-    /// budget); `qps <= 0` is unlimited.
+    /// The current rate and burst, from `aimd`; `qps <= 0` is unlimited.
     qps: f64,
     burst: f64,
+    aimd: Aimd,
+    /// Whether a caller had to wait since the last adaptation: the rate held work back.
+    demand: bool,
 }
 
 impl State {
@@ -39,6 +44,16 @@ impl State {
         let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
         self.refilled = now;
+    }
+
+    /// Takes the rate and burst `aimd` gives now (tokens already saved are kept up to the
+    /// new burst).
+    fn apply(&mut self) {
+        self.refill();
+        let (qps, burst) = self.aimd.rate();
+        self.qps = qps;
+        self.burst = burst.max(1.0);
+        self.tokens = self.tokens.min(self.burst);
     }
 }
 
@@ -52,33 +67,60 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// A fixed rate and burst.
     pub fn new(qps: f64, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        let state =
-            State { tokens: burst, refilled: Instant::now(), queues: Default::default(), pumping: false, qps, burst };
+        Self::with_budget(RateBudget { qps, burst: f64::from(burst), deployment_qps: 0.0, adaptive: false })
+    }
+
+    /// The rate `budget` gives a replica with all the buckets, until [`Limiter::set_share`]
+    /// and [`Limiter::adapt`] change it. Starts with a full burst.
+    pub fn with_budget(budget: RateBudget) -> Self {
+        let aimd = Aimd::new(budget);
+        let (qps, burst) = aimd.rate();
+        let burst = burst.max(1.0);
+        let state = State {
+            tokens: burst,
+            refilled: Instant::now(),
+            queues: Default::default(),
+            pumping: false,
+            qps,
+            burst,
+            aimd,
+            demand: false,
+        };
         Limiter { state: Arc::new(Mutex::new(state)) }
     }
 
-    /// Changes the rate and burst from now on (tokens already saved are kept up to the new
-    /// burst). `qps <= 0` is unlimited.
-    pub fn set_rate(&self, qps: f64, burst: f64) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.refill();
-        s.qps = qps;
-        s.burst = burst.max(1.0);
-        s.tokens = s.tokens.min(s.burst);
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This replica's share of the buckets changed: so does its share of the deployment rate.
+    pub fn set_share(&self, share: f64) {
+        let mut s = self.lock();
+        s.aimd.set_share(share);
+        s.apply();
+    }
+
+    /// Adapts the rate to what the server answered since the last call (see [`crate::aimd`]).
+    pub fn adapt(&self, signals: Signals) -> Option<Cut> {
+        let mut s = self.lock();
+        let demand = std::mem::take(&mut s.demand) || s.queues.iter().any(|q| !q.is_empty());
+        let cut = s.aimd.observe(Instant::now(), signals, demand);
+        s.apply();
+        cut
     }
 
     /// The current rate (requests per second; `<= 0` is unlimited).
     pub fn qps(&self) -> f64 {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).qps
+        self.lock().qps
     }
 
     /// Waits for a token. A caller only takes one while nobody as urgent is waiting.
     pub async fn acquire(&self, priority: Priority) {
         let p = priority as usize;
         let granted = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.lock();
             if s.qps <= 0.0 {
                 return;
             }
@@ -89,6 +131,7 @@ impl Limiter {
             }
             let (tx, rx) = oneshot::channel();
             s.queues[p].push_back(tx);
+            s.demand = true;
             if !s.pumping {
                 s.pumping = true;
                 tokio::spawn(pump(self.state.clone()));
@@ -167,7 +210,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_new_rate_applies_to_waiting_callers() {
-        let limiter = Arc::new(Limiter::new(100.0, 1));
+        let budget = RateBudget { qps: 100.0, burst: 1.0, deployment_qps: 100.0, adaptive: false };
+        let limiter = Arc::new(Limiter::with_budget(budget));
         limiter.acquire(Priority::Create).await;
         let mut tasks = Vec::new();
         for _ in 0..100 {
@@ -176,7 +220,7 @@ mod tests {
         }
         tokio::task::yield_now().await;
         // A second replica joined: this one's share halves.
-        limiter.set_rate(50.0, 1.0);
+        limiter.set_share(0.5);
         let start = Instant::now();
         for t in tasks {
             t.await.expect("task");

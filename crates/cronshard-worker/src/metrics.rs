@@ -37,10 +37,14 @@ pub struct ApiCounters {
     pub expired: Counter,
     /// 429 Too Many Requests: the server's flow control pushed back.
     pub throttled: Counter,
+    /// What the adaptive rate reads (not exported).
+    pub congestion: crate::aimd::Congestion,
 }
 
 impl ApiCounters {
-    pub fn observe(&self, verb: &str, code: u16) {
+    /// One answer (`code` 0: none) to a request of `verb` that took `latency`.
+    pub fn observe(&self, verb: &str, code: u16, latency: std::time::Duration) {
+        self.congestion.record(verb, code, latency);
         self.responses.get_or_create(&RequestLabels { verb: verb.to_owned(), code: code.to_string() }).inc();
         match code {
             410 => {
@@ -72,6 +76,10 @@ pub struct Metrics {
     pub buckets_owned: Gauge,
     pub objects: Family<ObjectLabels, Gauge>,
     pub queue_depth: Gauge,
+    /// The client rate now (requests per second; 0 = unlimited).
+    pub client_rate: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// Cuts of the adaptive rate, by [`crate::aimd::Cut::metric_label`].
+    pub rate_cuts: Family<ReasonLabels, Counter>,
     /// Objects in owned buckets that the client cannot decode (skipped).
     pub undecodable: Family<KindLabels, Counter>,
 }
@@ -98,6 +106,8 @@ impl Default for Metrics {
             buckets_owned: Gauge::default(),
             objects: Family::default(),
             queue_depth: Gauge::default(),
+            client_rate: Gauge::default(),
+            rate_cuts: Family::default(),
             undecodable: Family::default(),
             registry,
         };
@@ -111,6 +121,9 @@ impl Default for Metrics {
         }
         for reason in crate::SyncError::LABELS {
             drop(m.sync_errors.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for reason in crate::aimd::Cut::LABELS {
+            drop(m.rate_cuts.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
         }
         let mut m = m;
         let r = &mut m.registry;
@@ -144,6 +157,17 @@ impl Default for Metrics {
             m.api.expired.clone(),
         );
         r.register("cronshard_api_throttled", "429 Too Many Requests answers", m.api.throttled.clone());
+        r.register(
+            "cronshard_client_rate",
+            "This replica's client rate limit now, requests per second (0 = unlimited): its share of the \
+             deployment budget, adapted to the server's 429s and slow writes",
+            m.client_rate.clone(),
+        );
+        r.register(
+            "cronshard_client_rate_cuts",
+            "Cuts of the adaptive client rate, by reason (throttled: 429s; slow_writes: writes queued at the server)",
+            m.rate_cuts.clone(),
+        );
         r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
         r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
         r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());

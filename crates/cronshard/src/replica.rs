@@ -1,5 +1,5 @@
-//! One replica's glue between the coordinator and the workers: the client budget that follows
-//! the replica's share of the buckets, the owned set fed to the labellers, the bucket workers
+//! One replica's glue between the coordinator and the workers: the client rate that follows
+//! the replica's share of the buckets and the server's answers, the owned set fed to the labellers, the bucket workers
 //! behind the coordinator's `Buckets`, and the `/metrics`, `/healthz`, `/readyz` router.
 
 use std::collections::BTreeSet;
@@ -13,6 +13,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use cronshard_coordinator::{Buckets, Ownership};
 use cronshard_worker::fence::Fence;
+use cronshard_worker::metrics::ReasonLabels;
 use cronshard_worker::{BucketSet, Context};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -78,61 +79,54 @@ impl Buckets for Workers {
     }
 }
 
-/// The deployment's client budget, as `cronshard run`'s flags give it.
-#[derive(Clone, Copy, Debug)]
-pub struct Budget {
-    /// `--qps`: this replica's cap (0 = none).
-    pub qps: f64,
-    /// `--burst`.
-    pub burst: f64,
-    /// `--deployment-qps`: the whole deployment's (0 = none).
-    pub deployment_qps: f64,
-    /// `--buckets`.
-    pub buckets: u32,
-}
+/// How often the client rate adapts to the server's answers: often enough that a herd's
+/// first second of 429s is also its last.
+const ADAPT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
-impl Budget {
-    /// This replica's client rate and burst: `share` (the fraction of the buckets it is
-    /// assigned or owns) of the deployment budget, never above `--qps` (0 = no cap), and never
-    /// below 1% of the budget, so a replica that owns nothing can still list, label and take
-    /// buckets over. Without a deployment budget: `--qps` and `--burst` as given.
-    pub fn replica_rate(&self, share: f64) -> (f64, f64) {
-        if self.deployment_qps <= 0.0 {
-            return (self.qps, self.burst);
-        }
-        let mut rate = self.deployment_qps * share.clamp(0.01, 1.0);
-        if self.qps > 0.0 {
-            rate = rate.min(self.qps);
-        }
-        // The burst shrinks with the rate: a replica's burst is a share of the deployment's too.
-        let burst = if self.qps > 0.0 { self.burst * rate / self.qps } else { rate };
-        (rate, burst.max(1.0))
-    }
-
-    /// The share of the buckets that `ownership` gives this replica.
-    fn share(&self, ownership: &Ownership) -> f64 {
-        ownership.desired.len().max(ownership.owned.len()) as f64 / f64::from(self.buckets.max(1))
-    }
+/// The share of the buckets that `ownership` gives this replica, of `buckets`.
+fn share(ownership: &Ownership, buckets: u32) -> f64 {
+    ownership.desired.len().max(ownership.owned.len()) as f64 / f64::from(buckets.max(1))
 }
 
 /// Follows the coordinator's ownership until it ends: the owned set goes to the labellers
-/// (only when it changes), and the client rate to this replica's share of the budget.
+/// (only when it changes), and the client rate to this replica's share of the budget, adapted
+/// every [`ADAPT_EVERY`] to what the server answered.
 pub async fn follow_ownership(
     mut ownership: watch::Receiver<Ownership>,
     owned: watch::Sender<BTreeSet<u32>>,
     ctx: Arc<Context>,
-    budget: Budget,
+    buckets: u32,
 ) {
-    while ownership.changed().await.is_ok() {
-        let (now_owned, share) = {
-            let o = ownership.borrow_and_update();
-            (o.owned.clone(), budget.share(&o))
-        };
-        owned.send_if_modified(|current| std::mem::replace(current, now_owned.clone()) != now_owned);
-        let (qps, burst) = budget.replica_rate(share);
-        if (qps - ctx.limiter.qps()).abs() > 0.5 {
-            tracing::info!(qps, burst, share, "client rate: this replica's share of the deployment budget");
-            ctx.limiter.set_rate(qps, burst);
+    let mut adapt = tokio::time::interval(ADAPT_EVERY);
+    adapt.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut logged_rate = ctx.limiter.qps();
+    ctx.metrics.client_rate.set(logged_rate);
+    loop {
+        tokio::select! {
+            changed = ownership.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let (now_owned, share) = {
+                    let o = ownership.borrow_and_update();
+                    (o.owned.clone(), share(&o, buckets))
+                };
+                owned.send_if_modified(|current| std::mem::replace(current, now_owned.clone()) != now_owned);
+                ctx.limiter.set_share(share);
+            }
+            _ = adapt.tick() => {
+                let signals = ctx.metrics.api.congestion.take();
+                if let Some(cut) = ctx.limiter.adapt(signals) {
+                    ctx.metrics.rate_cuts.get_or_create(&ReasonLabels { reason: cut.metric_label().to_owned() }).inc();
+                }
+            }
+        }
+        let qps = ctx.limiter.qps();
+        ctx.metrics.client_rate.set(qps);
+        // Logged when it moved by a fifth: a sawtooth around the server's rate stays quiet.
+        if (qps - logged_rate).abs() > 0.2 * logged_rate.max(1.0) {
+            tracing::info!(qps, "client rate: this replica's share of the budget, adapted to the server");
+            logged_rate = qps;
         }
     }
 }

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use axum::http::header;
 use clap::Args;
-use cronshard::replica::{self, Budget, Health, Workers};
+use cronshard::replica::{self, Health, Workers};
 use cronshard_coordinator::{Ownership, Settings as CoordinatorSettings, Timing};
+use cronshard_worker::aimd::RateBudget;
 use cronshard_worker::limiter::Limiter;
 use cronshard_worker::metrics::Metrics;
 use cronshard_worker::{BucketSet, Clock, Context, Settings};
@@ -58,21 +59,26 @@ pub(crate) struct RunArgs {
     /// buckets and nothing else moves (longer than a rolling update's pod replacement).
     #[arg(long, default_value = "30s", value_parser = cronshard::cli::parse_duration)]
     join_grace: Duration,
-    /// Client rate limit for the whole replica, requests per second (0 = unlimited). Sized
-    /// for herds: a minute with 10,000 runs due needs the API server's whole write rate, and
-    /// the server's own flow control (429 + Retry-After, honoured) is the real limit.
+    /// This replica's client rate cap, requests per second (0 = none; with
+    /// --deployment-qps 0 too, no client-side limit at all). The adaptive rate never goes
+    /// above it.
     #[arg(long, env = "CRONSHARD_QPS", default_value_t = 1000.0, value_parser = parse_rate)]
     qps: f64,
-    /// Client burst.
+    /// Client burst at --qps (it shrinks in proportion with the rate).
     #[arg(long, env = "CRONSHARD_BURST", default_value_t = 1000)]
     burst: u32,
-    /// The whole deployment's client budget, requests per second (0 = none): each replica
-    /// takes the share its buckets make up (about 1/R), never more than --qps. Replicas that
-    /// each send at --qps would together queue at the API server, where one replica's status
-    /// writes delay another's due Job creations; kept within the server's admitted write rate,
-    /// every replica's own priorities hold.
+    /// The whole deployment's starting client rate, requests per second (0 = none: each
+    /// replica starts at --qps): each replica takes the share its buckets make up (about 1/R).
+    /// From there the rate adapts to the API server: cut on 429s and on writes that queued
+    /// there for more than half a second, raised step by step while work waits for it, so
+    /// that replicas stay within the server's admitted write rate, where their own
+    /// priorities (due creates first) hold.
     #[arg(long, env = "CRONSHARD_DEPLOYMENT_QPS", default_value_t = 1000.0, value_parser = parse_rate)]
     deployment_qps: f64,
+    /// Keep the client rate at the share of --deployment-qps instead of adapting it to the
+    /// server's answers.
+    #[arg(long, env = "CRONSHARD_FIXED_RATE")]
+    fixed_rate: bool,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
@@ -143,7 +149,6 @@ struct Replica {
     identity: String,
     coordination: CoordinatorSettings,
     coordinator_metrics: cronshard_coordinator::Metrics,
-    budget: Budget,
     ctx: Arc<Context>,
 }
 
@@ -174,20 +179,18 @@ async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
     let mut metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     coordinator_metrics.register(metrics.registry_mut());
-    let budget = Budget {
+    let limiter = Limiter::with_budget(RateBudget {
         qps: args.qps,
         burst: f64::from(args.burst),
         deployment_qps: args.deployment_qps,
-        buckets: buckets.get(),
-    };
-    let (qps, burst) = budget.replica_rate(1.0);
-    let limiter = Limiter::new(qps, u32::try_from(burst.round() as i64).unwrap_or(u32::MAX));
+        adaptive: !args.fixed_rate,
+    });
     let ctx = Context::new(config, limiter, settings, clock, metrics)?;
-    Ok(Replica { identity, coordination, coordinator_metrics, budget, ctx })
+    Ok(Replica { identity, coordination, coordinator_metrics, ctx })
 }
 
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
-    let Replica { identity, coordination, coordinator_metrics, budget, ctx } = build_replica(&args).await?;
+    let Replica { identity, coordination, coordinator_metrics, ctx } = build_replica(&args).await?;
     let buckets = coordination.buckets;
     let ready = Arc::new(AtomicUsize::new(0));
     let listener = tokio::net::TcpListener::bind(args.metrics_addr)
@@ -209,7 +212,7 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     });
     // The labellers follow the owned set; the client rate follows this replica's share.
     let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
-    tokio::spawn(replica::follow_ownership(ownership.clone(), owned_tx, ctx.clone(), budget));
+    tokio::spawn(replica::follow_ownership(ownership.clone(), owned_tx, ctx.clone(), buckets.get()));
     let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
     // No bucket write before the first renewal.
     ctx.fence.close();

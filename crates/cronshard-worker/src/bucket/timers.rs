@@ -66,12 +66,15 @@ impl Timers {
         }
     }
 
-    /// A failed sync: retried after 2, 4, 8 … s (at most [`MAX_BACKOFF`]), but never later
-    /// than `next`, the sync it asked for, so backoff never skips a run. Returns the delay.
+    /// A failed sync: retried after 0.25, 0.5, 1, 2 … s (at most [`MAX_BACKOFF`]), but never
+    /// later than `next`, the sync it asked for, so backoff never skips a run. Returns the
+    /// delay. The first retry comes soon because most failures are one-offs (a 500, a timeout)
+    /// and the run is due now; upstream's work queue starts at 5 ms. A server that keeps
+    /// failing is reached less and less often, and the client rate adapts to its 429s.
     pub(super) fn failed(&mut self, key: &str, now: Timestamp, next: Option<Timestamp>) -> Duration {
         let n = self.failures.entry(key.to_owned()).or_insert(0);
         *n += 1;
-        let delay = Duration::from_secs(1u64 << (*n).min(9)).min(MAX_BACKOFF);
+        let delay = Duration::from_millis(125_u64 << (*n).min(12)).min(MAX_BACKOFF);
         let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
         self.schedule(key, next.map_or(at, |next| next.min(at)));
         delay
@@ -123,14 +126,16 @@ mod tests {
     #[test]
     fn failures_back_off_exponentially_up_to_the_cap() {
         let mut timers = Timers::default();
-        let delays: Vec<u64> = (0..11)
+        let delays: Vec<u128> = (0..13)
             .map(|_| {
                 let delay = timers.failed("a", t(0), None);
                 timers.pop_due(t(10_000));
-                delay.as_secs()
+                delay.as_millis()
             })
             .collect();
-        assert_eq!(delays, [2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        let doubling: Vec<u128> = (0..11).map(|n| 250 << n).collect();
+        assert_eq!(delays[..11], doubling[..], "250 ms to 256 s");
+        assert_eq!(delays[11..], [300_000, 300_000], "capped at 300 s");
     }
 
     #[test]
@@ -140,12 +145,12 @@ mod tests {
             timers.failed("a", t(0), None);
             timers.pop_due(t(10_000));
         }
-        // The sixth delay would be 64 s; the next run at 5 s comes first.
+        // The sixth delay would be 8 s; the next run at 5 s comes first.
         timers.failed("a", t(0), Some(t(5)));
         assert_eq!(timers.next_at(), Some(t(5)));
         assert_eq!(timers.pop_due(t(5)), ["a"]);
         timers.succeeded("a", Some(t(60)));
         assert_eq!(timers.pop_due(t(60)), ["a"]);
-        assert_eq!(timers.failed("a", t(60), None), Duration::from_secs(2));
+        assert_eq!(timers.failed("a", t(60), None), Duration::from_millis(250));
     }
 }

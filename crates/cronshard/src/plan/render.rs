@@ -104,7 +104,7 @@ fn write_capacity(out: &mut String, plan: &Plan) {
     let _ = writeln!(out, "  --qps per replica: {}", c.qps_per_replica);
     let _ = writeln!(
         out,
-        "  --deployment-qps: {} (the budget the replicas share, so together they stay within the server's admitted writes)",
+        "  --deployment-qps: {} (where the replicas' shared rate starts: the server's admitted writes; it adapts from there)",
         fmt_num(c.planned_rate.ceil())
     );
     let _ = writeln!(out, "  memory per replica: about {} MiB at peak", fmt_num(mib(c.memory_per_replica).ceil()));

@@ -1,5 +1,5 @@
-//! The replica's glue without a cluster: the budget arithmetic, `/readyz` through the router
-//! (`oneshot`), and the owned set and client rate following the coordinator.
+//! The replica's glue without a cluster: `/readyz` through the router (`oneshot`), and the
+//! owned set and client rate following the coordinator.
 
 use std::collections::BTreeSet;
 use std::num::NonZeroU32;
@@ -9,35 +9,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use cronshard_coordinator::Ownership;
+use cronshard_worker::aimd::RateBudget;
 use cronshard_worker::limiter::Limiter;
 use cronshard_worker::{Clock, Context, Settings};
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use super::{Budget, Health, app, follow_ownership};
-
-fn budget(qps: f64, burst: f64, deployment_qps: f64) -> Budget {
-    Budget { qps, burst, deployment_qps, buckets: 64 }
-}
-
-#[test]
-fn each_replica_takes_its_buckets_share_of_the_deployment_budget() {
-    assert_eq!(budget(1000.0, 1000.0, 1000.0).replica_rate(1.0), (1000.0, 1000.0), "one replica: all of it");
-    assert_eq!(budget(1000.0, 1000.0, 1000.0).replica_rate(0.5), (500.0, 500.0));
-    assert_eq!(budget(1000.0, 1000.0, 1000.0).replica_rate(16.0 / 64.0), (250.0, 250.0));
-    assert_eq!(budget(300.0, 300.0, 1000.0).replica_rate(0.5), (300.0, 300.0), "--qps caps the share");
-    assert_eq!(budget(0.0, 1.0, 1000.0).replica_rate(0.25), (250.0, 250.0), "no per-replica cap");
-    assert_eq!(budget(1000.0, 1000.0, 1000.0).replica_rate(0.0), (10.0, 10.0), "owning nothing: 1%");
-    assert_eq!(budget(1000.0, 800.0, 0.0).replica_rate(0.25), (1000.0, 800.0), "no deployment budget");
-    assert_eq!(budget(0.0, 1.0, 0.0).replica_rate(0.25), (0.0, 1.0), "unlimited stays unlimited");
-}
+use super::{Health, app, follow_ownership};
 
 /// A context whose client points nowhere: nothing here sends a request.
-fn context(qps: f64) -> Arc<Context> {
+fn context(budget: RateBudget) -> Arc<Context> {
     let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
     let settings =
         Settings { identity: "replica-test".into(), buckets: NonZeroU32::new(64).expect("64"), selector: None };
-    Context::new(config, Limiter::new(qps, 1), settings, Clock::default(), Default::default()).expect("context")
+    Context::new(config, Limiter::with_budget(budget), settings, Clock::default(), Default::default()).expect("context")
 }
 
 fn ownership(owned: &[u32], desired: &[u32], healthy: bool, refused: Option<&str>) -> Ownership {
@@ -61,7 +46,11 @@ async fn get(health: &Health, path: &str) -> (StatusCode, String) {
 async fn readyz_says_why_a_replica_is_not_ready() {
     let (tx, rx) = watch::channel(Ownership::default());
     let ready = Arc::new(AtomicUsize::new(0));
-    let health = Health { ctx: context(0.0), ready: ready.clone(), ownership: rx };
+    let health = Health {
+        ctx: context(RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: true }),
+        ready: ready.clone(),
+        ownership: rx,
+    };
     assert_eq!(get(&health, "/healthz").await, (StatusCode::OK, "ok".to_owned()));
 
     let cases = [
@@ -89,8 +78,8 @@ async fn readyz_says_why_a_replica_is_not_ready() {
 async fn the_owned_set_and_the_client_rate_follow_the_coordinator() {
     let (tx, rx) = watch::channel(Ownership::default());
     let (owned_tx, mut owned_rx) = watch::channel(BTreeSet::new());
-    let ctx = context(1000.0);
-    let follow = tokio::spawn(follow_ownership(rx, owned_tx, ctx.clone(), budget(1000.0, 1000.0, 1000.0)));
+    let ctx = context(RateBudget { qps: 1000.0, burst: 1000.0, deployment_qps: 1000.0, adaptive: true });
+    let follow = tokio::spawn(follow_ownership(rx, owned_tx, ctx.clone(), 64));
 
     tx.send_replace(ownership(&(0..16).collect::<Vec<_>>(), &(0..16).collect::<Vec<_>>(), true, None));
     owned_rx.changed().await.expect("owned set sent");

@@ -22,7 +22,8 @@ struct Args {
     /// A shipped scenario (incident, herd, failover, degraded, catchup, scale, smoke) or a path.
     #[arg(long)]
     scenario: String,
-    /// Comma-separated: cronshard-R (R replicas), v1, v2, v2-tuned.
+    /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
+    /// adaptive client rate), v1, v2, v2-tuned.
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
     #[arg(long)]
@@ -33,6 +34,9 @@ struct Args {
     /// Scale the measured window (faults keep their relative place).
     #[arg(long)]
     window_s: Option<f64>,
+    /// The simulator's admitted write rate instead of the scenario's.
+    #[arg(long)]
+    admitted_writes_per_s: Option<f64>,
     /// Where `cronshard` and `cronshard-baseline` are; default: beside this program.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -47,7 +51,13 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), String> {
     let path =
         if Path::new(&args.scenario).exists() { PathBuf::from(&args.scenario) } else { builtin_path(&args.scenario) };
-    let scenario = Scenario::load(&path).map_err(|e| e.to_string())?.scaled(args.cronjobs, args.window_s);
+    let mut scenario = Scenario::load(&path).map_err(|e| e.to_string())?.scaled(args.cronjobs, args.window_s);
+    if let Some(rate) = args.admitted_writes_per_s {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!("--admitted-writes-per-s {rate}: give a rate above 0"));
+        }
+        scenario.sim.admitted_writes_per_s = rate;
+    }
     let bin_dir = match args.bin_dir.clone() {
         Some(d) => d,
         None => std::env::current_exe().map_err(|e| e.to_string())?.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -61,7 +71,8 @@ async fn run(args: Args) -> Result<(), String> {
         }
     }
     for arm in &args.arms {
-        arm_processes(arm).ok_or_else(|| format!("unknown arm {arm:?}: use cronshard-R, v1, v2 or v2-tuned"))?;
+        arm_processes(arm)
+            .ok_or_else(|| format!("unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, v1, v2 or v2-tuned"))?;
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut arms = Vec::new();
@@ -119,8 +130,13 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
             baseline("v2", &["--workers", "50", "--qps", "1000", "--burst", "1000"]),
         )),
         _ => {
-            let r: usize = arm.strip_prefix("cronshard-")?.parse().ok()?;
-            (1..=MAX_PROCESSES).contains(&r).then(|| (r, "cronshard at its defaults", Vec::new()))
+            let replicas = arm.strip_prefix("cronshard-")?;
+            let (replicas, kind, extra) = match replicas.strip_suffix("-fixed") {
+                Some(r) => (r, "cronshard with a fixed client rate", vec!["--fixed-rate".to_owned()]),
+                None => (replicas, "cronshard at its defaults", Vec::new()),
+            };
+            let r: usize = replicas.parse().ok()?;
+            (1..=MAX_PROCESSES).contains(&r).then_some((r, kind, extra))
         }
     }
 }

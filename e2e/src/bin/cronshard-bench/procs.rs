@@ -129,13 +129,12 @@ pub(crate) async fn start_controller(
     let kc = kc.to_string_lossy().into_owned();
     let identity = if generation == 0 { user.clone() } else { format!("{user}-g{generation}") };
     let (bin, mut args) = if arm.starts_with("cronshard-") {
-        (
-            bin_dir.join("cronshard"),
-            vec!["run", "--kubeconfig", &kc, "--identity", &identity, "--metrics-addr", "127.0.0.1:0"]
-                .into_iter()
-                .map(str::to_owned)
-                .collect::<Vec<_>>(),
-        )
+        let mut a = vec!["run", "--kubeconfig", &kc, "--identity", &identity, "--metrics-addr", "127.0.0.1:0"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        a.extend(extra);
+        (bin_dir.join("cronshard"), a)
     } else {
         let mut a = vec!["--kubeconfig".to_owned(), kc.clone(), "--identity".to_owned(), identity.clone()];
         a.extend(extra);
