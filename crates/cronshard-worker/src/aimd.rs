@@ -20,15 +20,18 @@ use tokio::time::Instant;
 /// healthy server's writes (milliseconds to tens of milliseconds) never count.
 pub const SLOW_WRITE: Duration = Duration::from_millis(500);
 /// At most one cut per this long: answers to requests sent before a cut still show the old
-/// rate's overload.
+/// rate's overload. After a cut for slow writes the wait is at least the slowest write seen:
+/// until the server's queue has drained, every answer is slow, whatever the rate now.
 const CUT_COOLDOWN: Duration = Duration::from_secs(1);
 /// A cut halves the rate, unless the server delivered more than that in the last second:
-/// then the rate drops to just under what it delivered, which under overload is what it
-/// admits. When the server rejected most of what was sent, halving is not enough, and the
-/// cut goes straight to that: one cut from 1,000/s to a server that admits 200/s lands at
-/// 180/s instead of taking three halvings of 429s.
+/// then the rate drops to what it delivered, which under overload is what it admits. After
+/// 429s (the server's queue is full) it drops to 90% of that, so that the queue drains;
+/// after slow writes to all of it, so that the queue stays as short as it is and the server
+/// never runs dry while a herd waits. When the server rejected most of what was sent, halving
+/// is not enough, and the cut goes straight to 90%: one cut from 1,000/s to a server that
+/// admits 200/s lands at 180/s instead of taking three halvings of 429s.
 const CUT_FACTOR: f64 = 0.5;
-const DELIVERED_FACTOR: f64 = 0.9;
+const THROTTLED_FACTOR: f64 = 0.9;
 /// "Most rejected" needs this many 429s in the window: a lone 429 in a quiet second says
 /// nothing about the rate the server admits.
 const MOST_REJECTED_MIN: u64 = 20;
@@ -84,6 +87,8 @@ pub struct Signals {
     pub writes: u64,
     /// Of those, the ones slower than [`SLOW_WRITE`].
     pub slow_writes: u64,
+    /// The slowest of those, in milliseconds.
+    pub slowest_write_ms: u64,
     /// Answers other than 429 and watches: what the server delivered.
     pub delivered: u64,
 }
@@ -105,6 +110,7 @@ struct Counts {
     throttled: AtomicU64,
     writes: AtomicU64,
     slow_writes: AtomicU64,
+    slowest_write_ms: AtomicU64,
     delivered: AtomicU64,
 }
 
@@ -129,6 +135,8 @@ impl Congestion {
             if latency > SLOW_WRITE {
                 c.slow_writes.fetch_add(1, Ordering::Relaxed);
             }
+            let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+            c.slowest_write_ms.fetch_max(ms, Ordering::Relaxed);
         }
     }
 
@@ -139,6 +147,7 @@ impl Congestion {
             throttled: c.throttled.swap(0, Ordering::Relaxed),
             writes: c.writes.swap(0, Ordering::Relaxed),
             slow_writes: c.slow_writes.swap(0, Ordering::Relaxed),
+            slowest_write_ms: c.slowest_write_ms.swap(0, Ordering::Relaxed),
             delivered: c.delivered.swap(0, Ordering::Relaxed),
         }
     }
@@ -152,7 +161,8 @@ pub struct Aimd {
     /// The deployment-wide rate this replica believes the server admits.
     deployment: f64,
     share: f64,
-    last_cut: Option<Instant>,
+    /// No cut before this: the answers to the rate before the last cut are still coming.
+    hold_until: Option<Instant>,
     last_observed: Option<Instant>,
     /// (start of an observation, answers delivered in it, 429s in it), over the last second.
     recent: VecDeque<(Instant, u64, u64)>,
@@ -160,8 +170,14 @@ pub struct Aimd {
 
 impl Aimd {
     pub fn new(budget: RateBudget) -> Self {
-        let mut aimd =
-            Aimd { budget, deployment: 0.0, share: 1.0, last_cut: None, last_observed: None, recent: VecDeque::new() };
+        let mut aimd = Aimd {
+            budget,
+            deployment: 0.0,
+            share: 1.0,
+            hold_until: None,
+            last_observed: None,
+            recent: VecDeque::new(),
+        };
         aimd.deployment = aimd.start();
         aimd
     }
@@ -212,7 +228,7 @@ impl Aimd {
         }
         let start = self.start();
         if let Some(cut) = signals.congestion() {
-            if self.last_cut.is_some_and(|at| now.duration_since(at) < CUT_COOLDOWN) {
+            if self.hold_until.is_some_and(|until| now < until) {
                 return None;
             }
             let span = self.recent.front().map_or(0.0, |(at, ..)| now.duration_since(*at).as_secs_f64());
@@ -223,9 +239,19 @@ impl Aimd {
             let current = self.deployment.min(self.ceiling());
             let most_rejected = rejected > delivered && rejected >= MOST_REJECTED_MIN;
             let halved = if most_rejected { 0.0 } else { current * CUT_FACTOR };
-            let cut_to = halved.max(delivered_rate * DELIVERED_FACTOR);
+            let factor = if cut == Cut::Throttled { THROTTLED_FACTOR } else { 1.0 };
+            let cut_to = halved.max(delivered_rate * factor);
             self.deployment = cut_to.min(current).max(start * FLOOR);
-            self.last_cut = Some(now);
+            let queued = Duration::from_millis(signals.slowest_write_ms);
+            self.hold_until = Some(now + if cut == Cut::SlowWrites { queued.max(CUT_COOLDOWN) } else { CUT_COOLDOWN });
+            tracing::debug!(
+                reason = cut.metric_label(),
+                delivered_per_s = delivered_rate * self.effective_share(),
+                throttled = signals.throttled,
+                slowest_write_ms = signals.slowest_write_ms,
+                qps = self.rate().0,
+                "client rate cut"
+            );
             return Some(cut);
         }
         if demand {

@@ -17,11 +17,11 @@ fn with_share(budget: RateBudget, share: f64) -> (f64, f64) {
 }
 
 fn throttled(n: u64, delivered: u64) -> Signals {
-    Signals { throttled: n, writes: delivered, slow_writes: 0, delivered }
+    Signals { throttled: n, writes: delivered, delivered, ..Signals::default() }
 }
 
 fn ok(delivered: u64) -> Signals {
-    Signals { throttled: 0, writes: delivered, slow_writes: 0, delivered }
+    Signals { writes: delivered, delivered, ..Signals::default() }
 }
 
 fn ms(n: u64) -> Duration {
@@ -104,11 +104,18 @@ fn writes_that_queue_at_the_server_cut_the_rate_before_any_429() {
     let t0 = Instant::now();
     let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
     aimd.observe(t0, ok(0), true);
-    let few_slow = Signals { throttled: 0, writes: 100, slow_writes: 10, delivered: 100 };
+    let few_slow =
+        Signals { writes: 100, slow_writes: 10, slowest_write_ms: 900, delivered: 100, ..Signals::default() };
     assert_eq!(aimd.observe(t0 + ms(250), few_slow, true), None, "a few slow writes are noise");
-    let most_slow = Signals { throttled: 0, writes: 100, slow_writes: 60, delivered: 100 };
+    let most_slow =
+        Signals { writes: 100, slow_writes: 60, slowest_write_ms: 3000, delivered: 100, ..Signals::default() };
     assert_eq!(aimd.observe(t0 + ms(500), most_slow, true), Some(Cut::SlowWrites));
-    assert!(aimd.rate().0 < 1000.0);
+    let after_cut = aimd.rate().0;
+    assert!(after_cut < 1000.0);
+    // Until the queue that made them slow has drained (3 s), slow answers do not cut again.
+    assert_eq!(aimd.observe(t0 + ms(2500), most_slow, true), None);
+    assert_eq!(aimd.rate().0, after_cut);
+    assert_eq!(aimd.observe(t0 + ms(3500), most_slow, true), Some(Cut::SlowWrites));
 }
 
 #[test]
@@ -179,6 +186,22 @@ fn the_client_counts_429s_slow_writes_and_deliveries_but_not_watches() {
     congestion.record("list", 200, ms(2000));
     congestion.record("watch", 200, ms(60_000));
     congestion.record("get", 0, ms(10));
-    assert_eq!(congestion.take(), Signals { throttled: 1, writes: 2, slow_writes: 1, delivered: 3 });
+    assert_eq!(
+        congestion.take(),
+        Signals { throttled: 1, writes: 2, slow_writes: 1, slowest_write_ms: 900, delivered: 3 }
+    );
     assert_eq!(congestion.take(), Signals::default(), "taken");
+}
+
+#[test]
+fn after_slow_writes_the_rate_is_what_the_server_delivered_so_it_never_runs_dry() {
+    let t0 = Instant::now();
+    let mut aimd = Aimd::new(budget(1000.0, 1000.0, 220.0));
+    aimd.observe(t0, ok(0), false);
+    for i in 1..4 {
+        aimd.observe(t0 + ms(250 * i), ok(50), false);
+    }
+    let slow = Signals { writes: 50, slow_writes: 50, slowest_write_ms: 700, delivered: 50, ..Signals::default() };
+    assert_eq!(aimd.observe(t0 + ms(1000), slow, true), Some(Cut::SlowWrites));
+    assert!((aimd.rate().0 - 200.0).abs() < 1e-9, "{:?}", aimd.rate());
 }
