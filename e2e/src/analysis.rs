@@ -88,6 +88,8 @@ pub struct Analysis {
     /// p99 skew of runs outside herds.
     pub skew_outside_herds_p99_s: f64,
     pub herds: Vec<Herd>,
+    /// The most Job creates answered in one second of the window.
+    pub peak_creates_per_s: usize,
     pub requests: BTreeMap<String, usize>,
     pub http_410: usize,
     pub http_429: usize,
@@ -105,10 +107,13 @@ pub fn analyze(
     catch_up: bool,
     admitted_writes_per_s: f64,
 ) -> Analysis {
+    // Keyed by the scheduled minute (the Job's name); the value is when the run is due: its
+    // scheduled time, plus its spread offset if it has one.
     let mut due: HashMap<(&str, &str, i64), i64> = HashMap::new();
     for s in seeds {
+        let offset = s.spread_offset_s();
         for t in s.expected(from, to, catch_up) {
-            due.insert((s.namespace.as_str(), s.name.as_str(), t.as_second() / 60), t.as_second());
+            due.insert((s.namespace.as_str(), s.name.as_str(), t.as_second() / 60), t.as_second() + offset);
         }
     }
     let by_name: HashMap<(&str, &str), &CronJobSeed> =
@@ -121,12 +126,17 @@ pub fn analyze(
         *per_instant.entry(herd_at(*t)).or_default() += 1;
     }
     let mut seen: HashMap<(String, String, i64), (usize, f64)> = HashMap::new();
+    let mut per_second: HashMap<i64, usize> = HashMap::new();
     for c in creates(records) {
+        if c.at >= from.as_second() as f64 && c.at <= to.as_second() as f64 {
+            *per_second.entry(c.at.floor() as i64).or_default() += 1;
+        }
         let e = seen.entry((c.namespace, c.cronjob, c.minute)).or_insert((0, c.at));
         e.0 += 1;
         e.1 = e.1.min(c.at);
     }
-    let mut a = Analysis { expected: due.len(), ..Analysis::default() };
+    let peak_creates_per_s = per_second.values().copied().max().unwrap_or(0);
+    let mut a = Analysis { expected: due.len(), peak_creates_per_s, ..Analysis::default() };
     let herd_size = admitted_writes_per_s.max(1.0) as usize;
     let mut last_create: HashMap<i64, f64> = HashMap::new();
     let mut outside = Vec::new();
@@ -223,6 +233,7 @@ mod tests {
                 time_zone: None,
                 created: from,
                 appears_s: 0.0,
+                spread: None,
             })
             .collect();
         let at = |s: f64| Timestamp::from_millisecond(((hour as f64 + s) * 1000.0) as i64).expect("ts").to_string();
@@ -258,6 +269,7 @@ mod tests {
             time_zone: None,
             created: from,
             appears_s: 0.0,
+            spread: None,
         };
         let hourly = CronJobSeed { name: "hourly".into(), schedule: "0 * * * *".into(), ..seed.clone() };
         let at = |s: i64| Timestamp::from_second(hour + s).expect("ts").to_string();
@@ -290,6 +302,7 @@ mod tests {
                 time_zone: None,
                 created: Timestamp::from_second(hour - 7200).expect("ts"),
                 appears_s: 0.0,
+                spread: None,
             })
             .collect();
         let at = |s: i64| Timestamp::from_second(hour + s).expect("ts").to_string();
@@ -301,5 +314,37 @@ mod tests {
         assert_eq!(a.herds[0].at, from.to_string(), "due when the controllers start");
         assert_eq!((a.herds[0].drain_s, a.herds[0].lower_bound_s), (Some(5.0), 2.0));
         assert!(a.skew_s.max > 600.0, "skew still counts from the scheduled time");
+    }
+
+    #[test]
+    fn a_spread_run_is_judged_from_its_offset_and_the_peak_counts_creates_per_second() {
+        let hour = 1_800_000_000;
+        let (from, to) =
+            (Timestamp::from_second(hour - 30).expect("ts"), Timestamp::from_second(hour + 90).expect("ts"));
+        let seed = |name: &str, spread: Option<&str>| CronJobSeed {
+            namespace: "n".into(),
+            name: name.into(),
+            schedule: "0 * * * *".into(),
+            time_zone: None,
+            created: from,
+            appears_s: 0.0,
+            spread: spread.map(str::to_owned),
+        };
+        let spread = seed("spread", Some("60s"));
+        let offset = spread.spread_offset_s();
+        assert_eq!(offset, cronshard_types::spread::offset("n", "spread", 60) as i64);
+        let at = |s: f64| Timestamp::from_millisecond(((hour as f64 + s) * 1000.0) as i64).expect("ts").to_string();
+        let minute = hour / 60;
+        let records = vec![
+            create(&format!("spread-{minute}"), at(offset as f64 + 0.25)),
+            create(&format!("plain-{minute}"), at(0.5)),
+            create(&format!("other-{minute}"), at(0.75)),
+        ];
+        let seeds = [spread, seed("plain", None), seed("other", None), seed("bad", Some("2h"))];
+        let a = analyze(&seeds, &records, from, to, false, 1000.0);
+        assert_eq!((a.expected, a.created), (4, 3));
+        assert_eq!(a.skew_s.max, 0.75, "the spread run's skew counts from T + offset");
+        assert_eq!(a.peak_creates_per_s, if offset == 0 { 3 } else { 2 });
+        assert_eq!(seeds[3].spread_offset_s(), 0, "a spread the controller ignores (not under an hour) moves nothing");
     }
 }

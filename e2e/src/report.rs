@@ -50,7 +50,7 @@ pub fn table(report: &Report) -> String {
     let w = report.arms.iter().map(|a| a.name.len()).max().unwrap_or(0).max(13);
     let _ = writeln!(
         out,
-        "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>13} {:>6} {:>6} {:>7} {:>8}",
+        "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>13} {:>7} {:>6} {:>6} {:>7} {:>8}",
         "arm",
         "expected",
         "created",
@@ -60,6 +60,7 @@ pub fn table(report: &Report) -> String {
         "p99 s",
         "max s",
         "worst herd",
+        "peak/s",
         "410s",
         "429s",
         "cpu s",
@@ -80,7 +81,7 @@ pub fn table(report: &Report) -> String {
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8.2} {:>8.2} {:>9.2} {:>13} {:>6} {:>6} {:>7.1} {:>8.0}",
+            "{:<w$} {:>8} {:>8} {:>7} {:>5} {:>8.2} {:>8.2} {:>9.2} {:>13} {:>7} {:>6} {:>6} {:>7.1} {:>8.0}",
             a.name,
             x.expected,
             x.created,
@@ -90,13 +91,17 @@ pub fn table(report: &Report) -> String {
             x.skew_s.p99,
             x.skew_s.max,
             herd,
+            x.peak_creates_per_s,
             x.http_410,
             x.http_429,
             a.cpu_s.iter().fold(0.0, |t, c| t + c),
             a.peak_rss_mb.iter().copied().fold(0.0, f64::max),
         );
     }
-    let _ = writeln!(out, "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came)");
+    let _ = writeln!(
+        out,
+        "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
+    );
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
         let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);

@@ -17,6 +17,9 @@ pub struct Group {
     /// `spec.timeZone` values, used round-robin; empty: none (UTC).
     #[serde(default)]
     pub time_zones: Vec<String>,
+    /// `cronshard.io/spread` on each of the group's CronJobs.
+    #[serde(default)]
+    pub spread: Option<String>,
 }
 
 /// The simulator's settings, identical for every arm.
@@ -97,6 +100,8 @@ pub struct CronJobSeed {
     pub created: Timestamp,
     /// Seconds from the window's start at which it appears.
     pub appears_s: f64,
+    /// Its `cronshard.io/spread`.
+    pub spread: Option<String>,
 }
 
 /// splitmix64: a tiny, pinned generator, so seeds mean the same on every machine.
@@ -199,6 +204,7 @@ impl Scenario {
                 },
                 created,
                 appears_s,
+                spread: g.spread.clone(),
             });
         }
         out
@@ -229,10 +235,26 @@ impl CronJobSeed {
             spec["timeZone"] = json!(z);
         }
         let labels = if self.appears_s > 0.0 { json!({}) } else { json!({"cronshard.io/bucket": b.to_string()}) };
-        json!({"apiVersion": "batch/v1", "kind": "CronJob",
+        let mut object = json!({"apiVersion": "batch/v1", "kind": "CronJob",
             "metadata": {"name": self.name, "namespace": self.namespace, "labels": labels,
                 "creationTimestamp": cronshard_types::Zone::utc().format_rfc3339(self.created)},
-            "spec": spec})
+            "spec": spec});
+        if let Some(spread) = &self.spread {
+            object["metadata"]["annotations"] = json!({ cronshard_types::spread::SPREAD_ANNOTATION: spread });
+        }
+        object
+    }
+
+    /// Seconds after its scheduled times that a run of this CronJob is due: the offset its
+    /// spread gives it (0 without one, or with one the controller must ignore).
+    pub fn spread_offset_s(&self) -> i64 {
+        let Some(text) = &self.spread else { return 0 };
+        let Ok(spread_s) = cronshard_types::spread::parse(text) else { return 0 };
+        let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return 0 };
+        if spread_s == 0 || cronshard_types::spread::check(&schedule, text, spread_s, self.created).is_err() {
+            return 0;
+        }
+        i64::try_from(cronshard_types::spread::offset(&self.namespace, &self.name, spread_s)).unwrap_or(0)
     }
 
     /// Runs this CronJob should start in `(from, to]`; with `catch_up`, also the latest one
@@ -307,8 +329,8 @@ mod tests {
             downtime_s: 0.0,
             sim: SimSettings { admitted_writes_per_s: 1000.0, compaction_interval_s: 300, create_error_rate: 0.0 },
             groups: vec![
-                Group { share: 0.25, schedule: "* * * * *".into(), time_zones: vec![] },
-                Group { share: 0.75, schedule: "0 * * * *".into(), time_zones: vec![] },
+                Group { share: 0.25, schedule: "* * * * *".into(), time_zones: vec![], spread: None },
+                Group { share: 0.75, schedule: "0 * * * *".into(), time_zones: vec![], spread: None },
             ],
             later: None,
             faults: vec![],
@@ -329,6 +351,7 @@ mod tests {
             time_zone: None,
             created: start.checked_sub(jiff::SignedDuration::from_hours(2)).expect("ts"),
             appears_s: 0.0,
+            spread: None,
         };
         let to = start.checked_add(jiff::SignedDuration::from_mins(10)).expect("ts");
         assert_eq!(seed.expected(start, to, false).len(), 2);

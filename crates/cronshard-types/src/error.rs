@@ -30,6 +30,18 @@ pub enum Error {
     /// `InvalidSchedule` Warning.
     #[error("schedule has no fire time within five years after {after}")]
     NoFireTime { after: jiff::Timestamp },
+    /// A `cronshard.io/spread` that is not a duration.
+    #[error("spread {text:?} is not a duration such as \"90s\" or \"5m\": {reason}")]
+    SpreadUnparsable { text: String, reason: String },
+    #[error("spread {text:?} is negative")]
+    SpreadNegative { text: String },
+    #[error("spread {text:?} on an @every schedule: its runs have no fixed times to spread")]
+    SpreadOnEvery { text: String },
+    /// A spread that would start a run after the next one is due.
+    #[error(
+        "spread {text:?} is not shorter than the schedule's interval of {interval_s} s between the runs at {from} and {to}"
+    )]
+    SpreadTooLong { text: String, interval_s: i64, from: jiff::Timestamp, to: jiff::Timestamp },
 }
 
 impl Error {
@@ -46,6 +58,10 @@ impl Error {
             Error::UnknownTimeZone { .. } => "UnknownTimeZone",
             Error::NegativeStartingDeadline(_) => "NegativeStartingDeadline",
             Error::NoFireTime { .. } => "NoFireTime",
+            Error::SpreadUnparsable { .. } => "SpreadUnparsable",
+            Error::SpreadNegative { .. } => "SpreadNegative",
+            Error::SpreadOnEvery { .. } => "SpreadOnEvery",
+            Error::SpreadTooLong { .. } => "SpreadTooLong",
         }
     }
 }

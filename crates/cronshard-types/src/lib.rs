@@ -10,6 +10,7 @@ mod error;
 pub mod keys;
 pub mod schedule;
 pub mod selector;
+pub mod spread;
 pub mod throttle;
 pub mod zone;
 

@@ -5,6 +5,8 @@ use std::collections::HashSet;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, DeleteParams, PostParams};
 
+use cronshard_types::spread::SPREAD_OFFSET_ANNOTATION;
+
 use crate::context::Context;
 use crate::convert::{build_job, child_job};
 use crate::limiter::Priority;
@@ -21,11 +23,14 @@ pub struct KubeJobs<'a> {
     /// Names in status.active: deleting one of those is part of a Replace run (urgent),
     /// deleting anything else is history cleanup (background).
     active: HashSet<String>,
+    /// The spread offset of the runs, recorded on each Job.
+    spread_offset: Option<u64>,
 }
 
 impl<'a> KubeJobs<'a> {
-    /// For one sync of `cronjob`, in `bucket` claimed at `epoch`.
-    pub fn new(ctx: &'a Context, cronjob: &'a CronJob, bucket: u32, epoch: i32) -> Self {
+    /// For one sync of `cronjob`, in `bucket` claimed at `epoch`, whose runs start
+    /// `spread_offset` seconds after their scheduled times.
+    pub fn new(ctx: &'a Context, cronjob: &'a CronJob, bucket: u32, epoch: i32, spread_offset: Option<u64>) -> Self {
         let namespace = cronjob.metadata.namespace.clone().unwrap_or_default();
         let active = cronjob
             .status
@@ -33,7 +38,8 @@ impl<'a> KubeJobs<'a> {
             .and_then(|s| s.active.as_ref())
             .map(|refs| refs.iter().filter_map(|r| r.name.clone()).collect())
             .unwrap_or_default();
-        KubeJobs { ctx, api: Api::namespaced(ctx.client.clone(), &namespace), cronjob, bucket, epoch, active }
+        let api = Api::namespaced(ctx.client.clone(), &namespace);
+        KubeJobs { ctx, api, cronjob, bucket, epoch, active, spread_offset }
     }
 }
 
@@ -59,7 +65,11 @@ impl Jobs for KubeJobs<'_> {
     async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, kube::Error> {
         self.ctx.limiter.acquire(Priority::Create).await;
         let created_by = format!("{}/{}/{}", self.ctx.settings.identity, self.bucket, self.epoch);
-        let job = build_job(self.cronjob, request, self.bucket, &created_by);
+        let mut job = build_job(self.cronjob, request, self.bucket, &created_by);
+        if let Some(offset) = self.spread_offset {
+            let annotations = job.metadata.annotations.get_or_insert_default();
+            annotations.insert(SPREAD_OFFSET_ANNOTATION.to_owned(), format!("{offset}s"));
+        }
         match self.api.create(&PostParams::default(), &job).await {
             Ok(job) => Ok(CreateResult::Created(child_job(&job))),
             Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {

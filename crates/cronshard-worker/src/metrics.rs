@@ -80,6 +80,10 @@ pub struct Metrics {
     pub client_rate: Gauge<f64, std::sync::atomic::AtomicU64>,
     /// Cuts of the adaptive rate, by [`crate::aimd::Cut::metric_label`].
     pub rate_cuts: Family<ReasonLabels, Counter>,
+    /// Runs started with a spread offset.
+    pub spread_runs: Counter,
+    /// Syncs that ignored a CronJob's spread, by [`cronshard_types::Error::metric_label`].
+    pub spread_ignored: Family<ReasonLabels, Counter>,
     /// Objects in owned buckets that the client cannot decode (skipped).
     pub undecodable: Family<KindLabels, Counter>,
 }
@@ -108,23 +112,12 @@ impl Default for Metrics {
             queue_depth: Gauge::default(),
             client_rate: Gauge::default(),
             rate_cuts: Family::default(),
+            spread_runs: Counter::default(),
+            spread_ignored: Family::default(),
             undecodable: Family::default(),
             registry,
         };
-        // Every known reason from the start, at 0: `increase()` cannot see a series' first
-        // sample, so a counter born at 1 would hide the first missed run from alerts.
-        for reason in crate::sync::MissReason::ALL {
-            drop(m.missed.get_or_create(&ReasonLabels { reason: reason.label().to_owned() }));
-        }
-        for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
-            drop(m.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
-        }
-        for reason in crate::SyncError::LABELS {
-            drop(m.sync_errors.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
-        }
-        for reason in crate::aimd::Cut::LABELS {
-            drop(m.rate_cuts.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
-        }
+        m.every_reason_at_zero();
         let mut m = m;
         let r = &mut m.registry;
         r.register("cronshard_job_creation_skew_seconds", "Job creationTimestamp minus scheduled time", m.skew.clone());
@@ -168,6 +161,16 @@ impl Default for Metrics {
             "Cuts of the adaptive client rate, by reason (throttled: 429s; slow_writes: writes queued at the server)",
             m.rate_cuts.clone(),
         );
+        r.register(
+            "cronshard_spread_runs",
+            "Runs started later than scheduled by the CronJob's cronshard.io/spread offset",
+            m.spread_runs.clone(),
+        );
+        r.register(
+            "cronshard_spread_ignored",
+            "Syncs that ignored a CronJob's cronshard.io/spread, by reason (a Warning Event InvalidSpread says why)",
+            m.spread_ignored.clone(),
+        );
         r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
         r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
         r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());
@@ -181,6 +184,26 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every known reason from the start, at 0: `increase()` cannot see a series' first
+    /// sample, so a counter born at 1 would hide the first missed run from alerts.
+    fn every_reason_at_zero(&self) {
+        for reason in crate::sync::MissReason::ALL {
+            drop(self.missed.get_or_create(&ReasonLabels { reason: reason.label().to_owned() }));
+        }
+        for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
+            drop(self.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for reason in crate::SyncError::LABELS {
+            drop(self.sync_errors.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for reason in cronshard_types::spread::IGNORED_REASONS {
+            drop(self.spread_ignored.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for reason in crate::aimd::Cut::LABELS {
+            drop(self.rate_cuts.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+    }
+
     /// For other components (the coordinator) to register theirs, before the Context is built.
     pub fn registry_mut(&mut self) -> &mut Registry {
         &mut self.registry

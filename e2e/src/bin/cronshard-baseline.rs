@@ -97,7 +97,8 @@ async fn sigterm() {
 /// One sync as both algorithms do it: the pure sync, then the status write and Events.
 async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::ChildJob>) -> Option<Timestamp> {
     let state = cronjob_state(cj)?;
-    let mut io = KubeJobs::new(ctx, cj, 0, 0);
+    // Upstream knows no spread.
+    let mut io = KubeJobs::new(ctx, cj, 0, 0, None);
     let outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
     if outcome.status_changed {
         let namespace = state.namespace.clone();

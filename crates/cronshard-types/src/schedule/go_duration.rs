@@ -6,7 +6,7 @@ const LIMIT: u64 = 1 << 63;
 /// Nanoseconds of a Go duration string, or Go's error text. Follows Go's grammar exactly:
 /// `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, plain `0`, units ns us µs μs ms s m h, and overflow
 /// beyond an `i64` of nanoseconds.
-pub(super) fn parse(text: &str) -> Result<i64, String> {
+pub(crate) fn parse(text: &str) -> Result<i64, String> {
     let invalid = || format!("time: invalid duration {text:?}");
     let (negative, mut s) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),

@@ -1,6 +1,8 @@
 //! Cron schedules exactly as Kubernetes reads them (robfig/cron v3 `ParseStandard`).
 
 mod go_duration;
+
+pub(crate) use go_duration::parse as parse_go_duration;
 mod next;
 mod parse;
 

@@ -15,7 +15,7 @@ use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
 use crate::kube_jobs::KubeJobs;
 use crate::limiter::Priority;
-use crate::sync::{CronJobStatus, EventType, Outcome, sync};
+use crate::sync::{CronJobStatus, EventType, Outcome, sync_spread};
 
 /// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
 /// Warning Event on it, so its owner learns why it does not run.
@@ -55,10 +55,11 @@ pub(super) type StatusWrite = Result<WriteResult, SyncError>;
 /// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
 pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
     let (state, children) = (&due.state, due.children.as_slice());
-    let mut io = KubeJobs::new(ctx, &due.cronjob, bucket, epoch);
+    let mut io = KubeJobs::new(ctx, &due.cronjob, bucket, epoch, due.spread_offset);
     let span = tracing::info_span!("reconcile", cronjob = %due.key, bucket);
     let now = ctx.clock.now();
-    match tokio::time::timeout(SYNC_TIMEOUT, sync(state, children, now, &mut io).instrument(span)).await {
+    let sync = sync_spread(state, children, now, due.spread_offset.unwrap_or(0), &mut io);
+    match tokio::time::timeout(SYNC_TIMEOUT, sync.instrument(span)).await {
         Ok(outcome) => outcome,
         Err(_) => Outcome {
             status: state.status.clone(),

@@ -16,6 +16,8 @@ pub(super) struct Due {
     pub(super) cronjob: Arc<CronJob>,
     pub(super) state: CronJobState,
     pub(super) children: Vec<ChildJob>,
+    /// Seconds after their scheduled times that this CronJob's runs start (`cronshard.io/spread`).
+    pub(super) spread_offset: Option<u64>,
 }
 
 #[derive(Default)]
@@ -130,7 +132,7 @@ impl Index {
             .get(&state.uid)
             .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).map(|j| child_job(j)).collect())
             .unwrap_or_default();
-        Some(Due { key: k.to_owned(), cronjob, state, children })
+        Some(Due { key: k.to_owned(), cronjob, state, children, spread_offset: None })
     }
 }
 

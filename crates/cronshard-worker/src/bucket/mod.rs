@@ -5,6 +5,7 @@
 mod calls;
 mod index;
 mod leftovers;
+mod spread;
 mod timers;
 mod writes;
 
@@ -29,6 +30,7 @@ use crate::sync::{CronJobStatus, Outcome};
 
 use self::calls::{StatusWrite, WriteResult, report_undecodable, sync_with_timeout, write_status};
 use self::index::{Due, Index, Listing};
+use self::spread::Spreads;
 use self::timers::Timers;
 use self::writes::{Landed, StatusWrites};
 
@@ -58,6 +60,7 @@ struct Worker {
     leftovers: HashMap<String, String>,
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
+    spreads: Spreads,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -91,6 +94,7 @@ pub async fn run(
         job_list: Listing::Unlisted,
         leftovers: HashMap::new(),
         leftovers_due: Some(Instant::now()),
+        spreads: Spreads::default(),
     };
     let mut leftover_changes = ctx.leftovers.subscribe();
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
@@ -286,11 +290,26 @@ impl Worker {
     }
 
     /// What a sync of `k` reads: the cache, with the status this bucket decided last if the
-    /// server does not have it yet.
-    fn due(&self, k: &str) -> Option<Due> {
+    /// server does not have it yet, and the offset of its runs (a spread that cannot apply is
+    /// ignored, with a Warning Event saying why).
+    fn due(&mut self, k: &str) -> Option<Due> {
         let mut due = self.index.due(k)?;
         if let Some(status) = self.writes.unwritten(k) {
             due.state.status = status.clone();
+        }
+        match self.spreads.offset(&due.cronjob, self.ctx.clock.now()) {
+            Ok(offset) => due.spread_offset = offset,
+            Err(error) => {
+                let reason = ReasonLabels { reason: error.metric_label().into() };
+                self.ctx.metrics.spread_ignored.get_or_create(&reason).inc();
+                let event = crate::sync::Event {
+                    kind: crate::sync::EventType::Warning,
+                    reason: "InvalidSpread",
+                    message: format!("{error}; the runs start at their scheduled times"),
+                };
+                let reference = kube::Resource::object_ref(due.cronjob.as_ref(), &());
+                crate::events::publish(self.ctx.clone(), reference, vec![event]);
+            }
         }
         Some(due)
     }
@@ -377,7 +396,12 @@ impl Worker {
     fn record(&self, due: &Due, outcome: &Outcome) {
         let m = &self.ctx.metrics;
         if let Some((job, scheduled)) = &outcome.created {
-            let skew = job.creation_timestamp.duration_since(*scheduled).as_secs_f64().max(0.0);
+            // A spread run is due at its scheduled time plus its offset.
+            let offset = due.spread_offset.unwrap_or(0) as f64;
+            let skew = (job.creation_timestamp.duration_since(*scheduled).as_secs_f64() - offset).max(0.0);
+            if due.spread_offset.is_some() {
+                m.spread_runs.inc();
+            }
             m.skew.observe(skew);
             m.upstream_skew.observe(skew);
             m.fires.inc();

@@ -9,7 +9,7 @@ use cronshard_types::Timestamp;
 use crate::SyncError;
 
 pub use self::missed::{MISSED_COUNT_CAP, MissReason};
-pub use self::rules::sync;
+pub use self::rules::{sync, sync_spread};
 
 /// `spec.concurrencyPolicy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -58,6 +58,27 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
     s.outcome(end)
 }
 
+/// One sync of a CronJob whose runs start `offset_s` seconds after their scheduled times
+/// (`cronshard.io/spread`). The rules see the clock that much earlier: a run's name,
+/// `lastScheduleTime` and concurrency are those of its scheduled time T, it starts at
+/// T + offset, its starting deadline counts from T + offset, and the next sync is asked for
+/// that much later too.
+pub async fn sync_spread<J: Jobs>(
+    cj: &CronJobState,
+    children: &[ChildJob],
+    now: Timestamp,
+    offset_s: u64,
+    jobs: &mut J,
+) -> Outcome {
+    if offset_s == 0 {
+        return sync(cj, children, now, jobs).await;
+    }
+    let offset = SignedDuration::from_secs(i64::try_from(offset_s).unwrap_or(i64::MAX));
+    let mut outcome = sync(cj, children, now.checked_sub(offset).unwrap_or(now), jobs).await;
+    outcome.requeue_at = outcome.requeue_at.map(|at| at.checked_add(offset).unwrap_or(at));
+    outcome
+}
+
 impl Sync<'_> {
     /// Upstream's order: children, history, schedule, the due run, concurrency, the create.
     async fn rules<J: Jobs>(&mut self, children: &[ChildJob], jobs: &mut J) -> ControlFlow<End, End> {

@@ -19,7 +19,8 @@ use self::arm::run_arm;
 #[derive(Debug, Parser)]
 #[command(about = "Runs a benchmark scenario against cronshard and the baseline controllers")]
 struct Args {
-    /// A shipped scenario (incident, herd, failover, degraded, catchup, scale, smoke) or a path.
+    /// A shipped scenario (incident, incident-spread, herd, failover, degraded, catchup, scale,
+    /// smoke) or a path.
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
