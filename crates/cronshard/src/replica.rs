@@ -1,6 +1,7 @@
 //! One replica's glue between the coordinator and the workers: the client rate that follows
-//! the replica's share of the buckets and the server's answers, the owned set fed to the labellers, the bucket workers
-//! behind the coordinator's `Buckets`, and the `/metrics`, `/healthz`, `/readyz` router.
+//! the replica's share of the buckets and the server's answers, the owned set fed to the
+//! labellers, the bucket workers behind the coordinator's `Buckets`, and the `/metrics`,
+//! `/healthz`, `/readyz` router.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

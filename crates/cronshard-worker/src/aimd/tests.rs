@@ -28,6 +28,14 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// Three quiet quarter-seconds after `from_ms`, 50 answers each (200/s with the fourth), and
+/// no demand, so that no increase blurs a cut.
+fn delivered_200_per_s(aimd: &mut Aimd, t0: Instant, from_ms: u64) {
+    for i in 1..4 {
+        aimd.observe(t0 + ms(from_ms + 250 * i), ok(50), false);
+    }
+}
+
 #[test]
 fn each_replica_starts_at_its_buckets_share_of_the_deployment_budget() {
     assert_eq!(with_share(budget(1000.0, 1000.0, 1000.0), 1.0), (1000.0, 1000.0), "one replica: all of it");
@@ -69,20 +77,13 @@ fn a_cut_lands_just_under_what_the_server_delivered() {
     let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
     aimd.observe(t0, ok(0), true);
     // The server admits 200 writes per second and rejects the rest.
-    // (Without demand in between, so that no increase blurs the cuts.)
-    for i in 1..4 {
-        aimd.observe(t0 + ms(250 * i), ok(50), false);
-    }
+    delivered_200_per_s(&mut aimd, t0, 0);
     aimd.observe(t0 + ms(1000), throttled(20, 50), true);
     assert!((aimd.rate().0 - 500.0).abs() < 1e-9, "a few 429s: halved");
-    for i in 1..4 {
-        aimd.observe(t0 + ms(1000 + 250 * i), ok(50), false);
-    }
+    delivered_200_per_s(&mut aimd, t0, 1000);
     aimd.observe(t0 + ms(2000), throttled(40, 50), true);
     assert!((aimd.rate().0 - 250.0).abs() < 1e-9, "{:?}", aimd.rate());
-    for i in 1..4 {
-        aimd.observe(t0 + ms(2000 + 250 * i), ok(50), false);
-    }
+    delivered_200_per_s(&mut aimd, t0, 2000);
     aimd.observe(t0 + ms(3000), throttled(10, 50), true);
     assert!((aimd.rate().0 - 180.0).abs() < 1e-9, "90% of the 200/s delivered: {:?}", aimd.rate());
 }
@@ -92,9 +93,7 @@ fn when_most_requests_are_rejected_one_cut_goes_under_what_was_delivered() {
     let t0 = Instant::now();
     let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
     aimd.observe(t0, ok(0), false);
-    for i in 1..4 {
-        aimd.observe(t0 + ms(250 * i), ok(50), false);
-    }
+    delivered_200_per_s(&mut aimd, t0, 0);
     aimd.observe(t0 + ms(1000), throttled(300, 50), true);
     assert!((aimd.rate().0 - 180.0).abs() < 1e-9, "{:?}", aimd.rate());
 }
@@ -198,9 +197,7 @@ fn after_slow_writes_the_rate_is_what_the_server_delivered_so_it_never_runs_dry(
     let t0 = Instant::now();
     let mut aimd = Aimd::new(budget(1000.0, 1000.0, 220.0));
     aimd.observe(t0, ok(0), false);
-    for i in 1..4 {
-        aimd.observe(t0 + ms(250 * i), ok(50), false);
-    }
+    delivered_200_per_s(&mut aimd, t0, 0);
     let slow = Signals { writes: 50, slow_writes: 50, slowest_write_ms: 700, delivered: 50, ..Signals::default() };
     assert_eq!(aimd.observe(t0 + ms(1000), slow, true), Some(Cut::SlowWrites));
     assert!((aimd.rate().0 - 200.0).abs() < 1e-9, "{:?}", aimd.rate());
