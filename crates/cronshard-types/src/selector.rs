@@ -75,6 +75,11 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// The label keys the selector tests.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.requirements.iter().map(|(key, _)| key.as_str())
+    }
+
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|(key, op)| {
             let value = labels.get(key);

@@ -117,73 +117,86 @@ impl Default for Metrics {
             undecodable: Family::default(),
             registry,
         };
-        m.every_reason_at_zero();
         let mut m = m;
-        let r = &mut m.registry;
-        r.register("cronshard_job_creation_skew_seconds", "Job creationTimestamp minus scheduled time", m.skew.clone());
-        r.register("cronshard_fires", "Jobs created for due runs", m.fires.clone());
-        r.register(
-            "cronshard_duplicates_avoided",
-            "Runs whose Job already existed (AlreadyExists) and was recorded instead of created twice",
-            m.duplicates_avoided.clone(),
-        );
-        r.register(
-            "cronshard_missed_runs",
-            "Scheduled runs that never started, by reason (MissSchedule: past the starting deadline; Superseded \
-             and TooManyMissedTimes: a later run was due)",
-            m.missed.clone(),
-        );
-        r.register("cronshard_invalid_cronjobs", "Syncs of CronJobs that cannot run, by reason", m.invalid.clone());
-        r.register(
-            "cronshard_sync_errors",
-            "Syncs that failed transiently and were retried with backoff, by reason",
-            m.sync_errors.clone(),
-        );
-        r.register(
-            "cronshard_api_requests",
-            "API responses to this replica, by verb and code (each retry counted)",
-            m.api.responses.clone(),
-        );
-        r.register(
-            "cronshard_api_expired",
-            "410 Gone: lists and watches that asked for compacted history (answers and watch errors)",
-            m.api.expired.clone(),
-        );
-        r.register("cronshard_api_throttled", "429 Too Many Requests answers", m.api.throttled.clone());
-        r.register(
-            "cronshard_client_rate",
-            "This replica's client rate limit now, requests per second (0 = unlimited): its share of the \
-             deployment budget, adapted to the server's 429s and slow writes",
-            m.client_rate.clone(),
-        );
-        r.register(
-            "cronshard_client_rate_cuts",
-            "Cuts of the adaptive client rate, by reason (throttled: 429s; slow_writes: writes queued at the server)",
-            m.rate_cuts.clone(),
-        );
-        r.register(
-            "cronshard_spread_runs",
-            "Runs started later than scheduled by the CronJob's cronshard.io/spread offset",
-            m.spread_runs.clone(),
-        );
-        r.register(
-            "cronshard_spread_ignored",
-            "Syncs that ignored a CronJob's cronshard.io/spread, by reason (a Warning Event InvalidSpread says why)",
-            m.spread_ignored.clone(),
-        );
-        r.register("cronshard_buckets_owned", "Buckets this replica works on", m.buckets_owned.clone());
-        r.register("cronshard_objects", "Objects in the owned buckets' caches, by kind and bucket", m.objects.clone());
-        r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", m.queue_depth.clone());
-        r.register(
-            "cronshard_undecodable_objects",
-            "Objects in owned buckets the client cannot decode, skipped so their buckets keep working",
-            m.undecodable.clone(),
-        );
+        m.every_reason_at_zero();
+        m.register_own();
         m
     }
 }
 
 impl Metrics {
+    /// Registers the worker's own metrics (the upstream histogram is registered at creation).
+    fn register_own(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "cronshard_job_creation_skew_seconds",
+            "Job creationTimestamp minus scheduled time",
+            self.skew.clone(),
+        );
+        r.register("cronshard_fires", "Jobs created for due runs", self.fires.clone());
+        r.register(
+            "cronshard_duplicates_avoided",
+            "Runs whose Job already existed (AlreadyExists) and was recorded instead of created twice",
+            self.duplicates_avoided.clone(),
+        );
+        r.register(
+            "cronshard_missed_runs",
+            "Scheduled runs that never started, by reason (MissSchedule: past the starting deadline; Superseded \
+             and TooManyMissedTimes: a later run was due)",
+            self.missed.clone(),
+        );
+        r.register("cronshard_invalid_cronjobs", "Syncs of CronJobs that cannot run, by reason", self.invalid.clone());
+        r.register(
+            "cronshard_sync_errors",
+            "Syncs that failed transiently and were retried with backoff, by reason",
+            self.sync_errors.clone(),
+        );
+        r.register(
+            "cronshard_api_requests",
+            "API responses to this replica, by verb and code (each retry counted)",
+            self.api.responses.clone(),
+        );
+        r.register(
+            "cronshard_api_expired",
+            "410 Gone: lists and watches that asked for compacted history (answers and watch errors)",
+            self.api.expired.clone(),
+        );
+        r.register("cronshard_api_throttled", "429 Too Many Requests answers", self.api.throttled.clone());
+        r.register(
+            "cronshard_client_rate",
+            "This replica's client rate limit now, requests per second (0 = unlimited): its share of the \
+             deployment budget, adapted to the server's 429s and slow writes",
+            self.client_rate.clone(),
+        );
+        r.register(
+            "cronshard_client_rate_cuts",
+            "Cuts of the adaptive client rate, by reason (throttled: 429s; slow_writes: writes queued at the server)",
+            self.rate_cuts.clone(),
+        );
+        r.register(
+            "cronshard_spread_runs",
+            "Runs started later than scheduled by the CronJob's cronshard.io/spread offset",
+            self.spread_runs.clone(),
+        );
+        r.register(
+            "cronshard_spread_ignored",
+            "Syncs that ignored a CronJob's cronshard.io/spread, by reason (a Warning Event InvalidSpread says why)",
+            self.spread_ignored.clone(),
+        );
+        r.register("cronshard_buckets_owned", "Buckets this replica works on", self.buckets_owned.clone());
+        r.register(
+            "cronshard_objects",
+            "Objects in the owned buckets' caches, by kind and bucket",
+            self.objects.clone(),
+        );
+        r.register("cronshard_queue_depth", "CronJobs waiting in the timer queues", self.queue_depth.clone());
+        r.register(
+            "cronshard_undecodable_objects",
+            "Objects in owned buckets the client cannot decode, skipped so their buckets keep working",
+            self.undecodable.clone(),
+        );
+    }
+
     /// Every known reason from the start, at 0: `increase()` cannot see a series' first
     /// sample, so a counter born at 1 would hide the first missed run from alerts.
     fn every_reason_at_zero(&self) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use cronshard::plan::{
-    Settings, Window, compute, next_full_hour, parse_quantity, read_items, render_text, svg, to_json,
+    Settings, SpreadSettings, Window, compute, next_full_hour, parse_quantity, read_items, render_text, svg, to_json,
 };
 use cronshard_types::Timestamp;
 use serde_json::Value;
@@ -46,6 +46,14 @@ pub(crate) struct PlanArgs {
     /// Memory limit of one replica, a Kubernetes quantity (512Mi, 1Gi, 800M).
     #[arg(long, default_value = "512Mi", value_parser = parse_quantity)]
     memory_per_replica: u64,
+    /// Also show the window with each selected CronJob's runs spread by a pinned offset within
+    /// this duration (as `cronshard.io/spread` would), at the planned create rate.
+    #[arg(long, value_name = "DURATION")]
+    spread: Option<String>,
+    /// Only CronJobs in the Namespaces this label selector picks get --spread; the plan knows
+    /// each Namespace's `kubernetes.io/metadata.name` label only.
+    #[arg(long, value_name = "SELECTOR", requires = "spread")]
+    spread_selector: Option<String>,
     /// Also draw the runs per minute as an SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -73,8 +81,12 @@ pub(crate) fn run(args: PlanArgs) -> ExitCode {
 fn execute(args: &PlanArgs, from: Timestamp) -> anyhow::Result<String> {
     let settings = Settings::new(args.skew_target, args.qps, args.admitted_writes_per_s, args.memory_per_replica)?;
     let window = Window::new(from, args.hours)?;
+    let spread = args.spread.as_deref().map(|s| SpreadSettings::new(s, args.spread_selector.as_deref())).transpose()?;
     let items = read_items(&args.file)?;
-    let plan = compute(&items, window, settings);
+    let mut plan = compute(&items, window, settings);
+    if let Some(spread) = &spread {
+        plan = plan.with_spread(&items, spread);
+    }
     let svg_path = match &args.svg {
         Some(path) => {
             std::fs::write(path, svg(&plan)?).with_context(|| format!("--svg {}", path.display()))?;

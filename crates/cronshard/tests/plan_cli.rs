@@ -212,3 +212,33 @@ fn bad_input_exits_2_naming_the_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn spread_shows_the_window_with_and_without_it() {
+    let dir = temp_dir("spread");
+    let file = write_cluster(&dir);
+    let selector = "kubernetes.io/metadata.name in (a)";
+    let out = plan_window(&file, &["--spread", "5m", "--spread-selector", selector, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let spread = &report["spread"];
+    // Namespace a: the hourly CronJob moves; every-five's interval is not longer than 5 m.
+    assert_eq!(spread["cronjobs_moved"], 1, "{spread}");
+    assert_eq!(spread["cronjobs_unsuited"], 1, "{spread}");
+    assert_eq!(spread["without"]["peak_due_per_s"], 4, "{spread}");
+    assert!(spread["with"]["peak_due_per_s"].as_u64().is_some_and(|n| n <= 4), "{spread}");
+    let text = stdout(&plan_window(&file, &["--spread", "5m"]));
+    assert!(text.contains("Spread --spread 5m: moves 3 CronJobs"), "{text}");
+    assert!(text.contains("starts up to 5m later than its schedule says"), "{text}");
+
+    for (args, says) in [
+        (vec!["--spread=-5m"], "--spread: spread \"-5m\" is negative"),
+        (vec!["--spread", "5m", "--spread-selector", "team=a"], "only kubernetes.io/metadata.name"),
+        (vec!["--spread-selector", selector], "--spread"),
+    ] {
+        let out = plan_window(&file, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,7 +2,8 @@
 //!
 //! [`input`] reads what `kubectl get cronjobs -A -o json` printed, [`load`] counts the runs
 //! per minute exactly as the controller would fire them, [`model`] turns that into herds and
-//! a capacity plan, and [`render`] and [`chart`] show the plan. Everything here is pure except
+//! a capacity plan, [`spread`] compares the window with and without `--spread`, and [`render`]
+//! and [`chart`] show the plan. Everything here is pure except
 //! [`read_items`]; the `cronshard` binary only parses flags and writes the results.
 
 mod chart;
@@ -10,6 +11,7 @@ mod input;
 mod load;
 mod model;
 mod render;
+mod spread;
 #[cfg(test)]
 mod testkit;
 
@@ -17,6 +19,7 @@ pub use chart::svg;
 pub use input::{parse_quantity, read_items};
 pub use model::{Plan, Settings, Window, compute, next_full_hour};
 pub use render::{render_text, to_json};
+pub use spread::SpreadSettings;
 
 use cronshard_types::{Timestamp, Zone};
 

@@ -166,6 +166,8 @@ pub struct Plan {
     pub(super) stats: MinuteStats,
     pub(super) herds: Vec<Herd>,
     pub(super) capacity: Capacity,
+    /// With `--spread`: the window without and with it, at the planned create rate.
+    pub(super) spread: Option<super::spread::Comparison>,
 }
 
 impl Plan {
@@ -185,7 +187,15 @@ pub fn compute(items: &[Value], window: Window, settings: Settings) -> Plan {
     let stats = minute_stats(&load.per_minute);
     let herds = herds(&load.per_minute, window.start_s, SHOWN);
     let capacity = capacity(stats.max, load.total, &settings);
-    Plan { window, settings, load, runs, stats, herds, capacity }
+    Plan { window, settings, load, runs, stats, herds, capacity, spread: None }
+}
+
+impl Plan {
+    /// Adds the comparison with and without `spread`, at the create rate this plan gives.
+    pub fn with_spread(mut self, items: &[Value], spread: &super::SpreadSettings) -> Plan {
+        self.spread = Some(super::spread::compare(items, &self.window, spread, self.capacity.planned_rate));
+        self
+    }
 }
 
 /// Mean and nearest-rank percentiles of runs per minute, over every minute of the window.

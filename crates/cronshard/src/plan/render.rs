@@ -54,7 +54,53 @@ pub fn render_text(plan: &Plan) -> String {
         stats.max * WRITES_PER_RUN
     );
     write_capacity(&mut out, plan);
+    if let Some(spread) = &plan.spread {
+        write_spread(&mut out, spread);
+    }
     out
+}
+
+/// The window without and with `--spread`.
+fn write_spread(out: &mut String, c: &super::spread::Comparison) {
+    let _ = writeln!(
+        out,
+        "Spread --spread {}: moves {} CronJobs ({} have their own cronshard.io/spread, {} selected have a schedule \
+         too short for it); runs created at {}/s, first come first served:",
+        c.text,
+        c.spread_by_flag,
+        c.own_annotation,
+        c.unsuited,
+        fmt_num(c.rate)
+    );
+    let _ = writeln!(out, "                         without   with");
+    let row = |label: &str, a: String, b: String| format!("  {label:<22} {a:>8} {b:>6}");
+    let _ = writeln!(
+        out,
+        "{}",
+        row("most runs due in 1 s", c.without.peak_due_per_s.to_string(), c.with.peak_due_per_s.to_string())
+    );
+    let seconds = |x: f64| format!("{} s", fmt_num(x));
+    let _ = writeln!(out, "{}", row("p99 skew", seconds(c.without.p99_skew_s), seconds(c.with.p99_skew_s)));
+    let _ = writeln!(out, "{}", row("max skew", seconds(c.without.max_skew_s), seconds(c.with.max_skew_s)));
+    let _ = writeln!(
+        out,
+        "  Skew of a spread run counts from its scheduled time plus its offset: a spread run starts up to {} later \
+         than its schedule says.",
+        c.text
+    );
+}
+
+fn spread_json(c: &super::spread::Comparison) -> Value {
+    let drain = |d: &super::spread::Drain| json!({"peak_due_per_s": d.peak_due_per_s, "p99_skew_s": tidy(d.p99_skew_s), "max_skew_s": tidy(d.max_skew_s)});
+    json!({
+        "spread": c.text,
+        "cronjobs_moved": c.spread_by_flag,
+        "cronjobs_with_own_spread": c.own_annotation,
+        "cronjobs_unsuited": c.unsuited,
+        "create_rate": tidy(c.rate),
+        "without": drain(&c.without),
+        "with": drain(&c.with),
+    })
 }
 
 /// The capacity part of the text: the formula with its numbers, then the recommendation.
@@ -119,7 +165,7 @@ pub fn to_json(plan: &Plan) -> Value {
     let invalid: Vec<Value> = load.invalid.iter().map(|i| json!({"name": i.name, "reason": i.reason})).collect();
     let herds: Vec<Value> =
         plan.herds.iter().map(|h| json!({"minute": utc_second(h.minute), "runs": h.runs})).collect();
-    json!({
+    let mut value = json!({
         "cronjobs": {
             "total": load.total,
             "valid": load.valid,
@@ -150,7 +196,11 @@ pub fn to_json(plan: &Plan) -> Value {
             "achievable_p99_skew_s": tidy(c.achievable_p99_skew_s),
             "limited_by": c.limited_by,
         },
-    })
+    });
+    if let Some(spread) = &plan.spread {
+        value["spread"] = spread_json(spread);
+    }
+    value
 }
 
 #[cfg(test)]
