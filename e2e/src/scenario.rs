@@ -249,11 +249,8 @@ impl CronJobSeed {
     /// spread gives it (0 without one, or with one the controller must ignore).
     pub fn spread_offset_s(&self) -> i64 {
         let Some(text) = &self.spread else { return 0 };
-        let Ok(spread_s) = cronshard_types::spread::parse(text) else { return 0 };
         let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return 0 };
-        if spread_s == 0 || cronshard_types::spread::check(&schedule, text, spread_s, self.created).is_err() {
-            return 0;
-        }
+        let spread_s = cronshard_types::spread::seconds_for(&schedule, text, self.created).unwrap_or(0);
         i64::try_from(cronshard_types::spread::offset(&self.namespace, &self.name, spread_s)).unwrap_or(0)
     }
 

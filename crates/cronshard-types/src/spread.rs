@@ -32,6 +32,16 @@ pub fn parse(text: &str) -> Result<u64> {
     Ok(u64::try_from(nanos / 1_000_000_000).unwrap_or(0))
 }
 
+/// The spread `text` gives the runs of `schedule`, in seconds (0: off), or why it cannot
+/// apply: [`parse`], then [`check`] against the runs after `from`.
+pub fn seconds_for(schedule: &CronJobSchedule, text: &str, from: Timestamp) -> Result<u64> {
+    let spread_s = parse(text)?;
+    if spread_s > 0 {
+        check(schedule, text, spread_s, from)?;
+    }
+    Ok(spread_s)
+}
+
 /// The offset of `namespace/name` within a spread of `spread_s` seconds: FNV-1a 64 over
 /// `"spread/" + namespace + "/" + name`, modulo the spread. Pinned like the bucket hash (and
 /// with its own prefix, so an offset says nothing about a bucket): a CronJob's runs start at

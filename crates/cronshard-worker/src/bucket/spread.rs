@@ -29,13 +29,13 @@ impl Spreads {
             self.checked.clear();
         }
         let key = (schedule, zone, text.clone());
-        let spread_s = self.checked.entry(key).or_insert_with_key(|(schedule, zone, text)| {
-            let spread_s = spread::parse(text)?;
-            match CronJobSchedule::new(schedule, zone.as_deref()) {
-                Ok(parsed) if spread_s > 0 => spread::check(&parsed, text, spread_s, now).map(|()| spread_s),
-                _ => Ok(0),
-            }
-        });
+        let spread_s =
+            self.checked.entry(key).or_insert_with_key(|(schedule, zone, text)| {
+                match CronJobSchedule::new(schedule, zone.as_deref()) {
+                    Ok(parsed) => spread::seconds_for(&parsed, text, now),
+                    Err(_) => spread::parse(text).map(|_| 0),
+                }
+            });
         let spread_s = spread_s.clone()?;
         if spread_s == 0 {
             return Ok(None);

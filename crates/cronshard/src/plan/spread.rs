@@ -122,8 +122,7 @@ pub(super) fn compare(items: &[Value], window: &Window, settings: &SpreadSetting
 /// the controller ignores).
 fn own_offset(item: &Value, schedule: &CronJobSchedule, from: Timestamp) -> Option<i64> {
     let text = item.pointer("/metadata/annotations")?.get(SPREAD_ANNOTATION)?.as_str()?;
-    let spread_s = spread::parse(text).ok().filter(|s| *s > 0)?;
-    spread::check(schedule, text, spread_s, from).ok()?;
+    let spread_s = spread::seconds_for(schedule, text, from).ok().filter(|s| *s > 0)?;
     offset_of(item, spread_s)
 }
 
