@@ -12,6 +12,9 @@ pub enum Error {
     /// A chart could not be drawn.
     #[error("drawing the chart: {0}")]
     Chart(String),
+    /// Shadow mode's report could not be written.
+    #[error("writing the shadow report: {0}")]
+    Report(String),
 }
 
 impl Error {
@@ -21,6 +24,7 @@ impl Error {
             Error::Input(_) => "Input",
             Error::Setting(_) => "Setting",
             Error::Chart(_) => "Chart",
+            Error::Report(_) => "Report",
         }
     }
 }

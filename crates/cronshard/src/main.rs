@@ -3,6 +3,7 @@
 mod plan_cmd;
 mod run_cmd;
 mod schedule_cmd;
+mod shadow_cmd;
 mod status_cmd;
 
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Status(status_cmd::StatusArgs),
     /// Capacity planning: replicas, --qps and memory from `kubectl get cronjobs -A -o json`.
     Plan(plan_cmd::PlanArgs),
+    /// Read-only: judge the running CronJob controller (late, missed, duplicate runs) before switching.
+    Shadow(Box<shadow_cmd::ShadowArgs>),
 }
 
 fn main() -> ExitCode {
@@ -41,5 +44,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Status(args) => status_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),
+        Command::Shadow(args) => shadow_cmd::run(*args),
     }
 }

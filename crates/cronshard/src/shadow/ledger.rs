@@ -1,0 +1,350 @@
+//! Shadow mode's ledger: every run a CronJob should start, by cronshard's semantics, matched
+//! to the Jobs the running controller created, with one verdict each. A plain index with
+//! time passed in: the watches feed it, tests drive it directly.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use cronshard_types::{CronJobSchedule, Timestamp};
+use serde::Serialize;
+
+use super::tally::Tally;
+
+/// What the ledger is told once.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// When shadow mode started: runs scheduled at or before it are not judged (their Jobs
+    /// may be gone, cleaned up by history limits).
+    pub started: Timestamp,
+    /// Runs scheduled after this are not judged.
+    pub until: Option<Timestamp>,
+    /// A run created more than this after it was due is late.
+    pub late_after_s: f64,
+    /// How long after a run's deadline its Job may still show up: the Job watch's delay.
+    pub grace_s: f64,
+    /// An instant with at least this many runs due is a herd.
+    pub herd_min_runs: usize,
+}
+
+/// A verdict on one run, or on one Job that is not the first of its run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Created within `late_after` of its due time.
+    OnTime,
+    /// Created, later than `late_after`.
+    Late,
+    /// No Job by the run's deadline (startingDeadlineSeconds, else the next run) plus grace.
+    Missed,
+    /// A second (third, …) Job for one scheduled time.
+    Duplicate,
+    /// A Job the semantics forbid: a time not in the schedule, a suspended CronJob, Forbid
+    /// with a run active, or a run started after its deadline.
+    Unexpected,
+    /// No Job, rightly: the CronJob was suspended, or Forbid with a run active.
+    Skipped,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 6] =
+        [Verdict::OnTime, Verdict::Late, Verdict::Missed, Verdict::Duplicate, Verdict::Unexpected, Verdict::Skipped];
+
+    /// The metric label and report key.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::OnTime => "on_time",
+            Verdict::Late => "late",
+            Verdict::Missed => "missed",
+            Verdict::Duplicate => "duplicate",
+            Verdict::Unexpected => "unexpected",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+/// One verdict as it is reached, with the run's skew when a Job was created for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judged {
+    pub verdict: Verdict,
+    pub skew_s: Option<f64>,
+}
+
+/// A CronJob as shadow mode reads it.
+#[derive(Clone, Debug)]
+pub struct CronJobView {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub creation: Timestamp,
+    /// `None`: the schedule or time zone does not parse; its runs cannot be judged.
+    pub schedule: Option<CronJobSchedule>,
+    pub suspend: bool,
+    pub forbid: bool,
+    pub starting_deadline_s: Option<i64>,
+    /// `cronshard.io/spread`'s offset: the run at T is due at T + offset.
+    pub spread_offset_s: u64,
+    /// `status.lastScheduleTime`: where `@every` schedules count from.
+    pub last_schedule_time: Option<Timestamp>,
+}
+
+/// A Job owned by a CronJob, as shadow mode reads it.
+#[derive(Clone, Debug)]
+pub struct JobView {
+    pub owner_uid: String,
+    pub uid: String,
+    pub name: String,
+    /// `batch.kubernetes.io/cronjob-scheduled-timestamp`, when present and readable.
+    pub scheduled: Option<Timestamp>,
+    /// When it was created, unix seconds (see [`created_estimate`]).
+    pub created_s: f64,
+    /// When it finished (or was deleted), unix seconds.
+    pub ended_s: Option<f64>,
+}
+
+/// `metadata.creationTimestamp` has whole seconds: the create happened in `[cts, cts + 1)`,
+/// and before the watch delivered it. The midpoint of what is left is within 0.5 s of the
+/// true time, and much closer when the watch is prompt.
+pub fn created_estimate(creation_s: f64, observed_s: f64) -> f64 {
+    let upper = (creation_s + 1.0).min(observed_s.max(creation_s));
+    (creation_s + upper) / 2.0
+}
+
+/// One scheduled time of one CronJob.
+#[derive(Clone, Debug)]
+struct Run {
+    due_s: f64,
+    deadline_s: f64,
+    suspended: bool,
+    /// Forbid with a Job active at the due time: no Job is the right answer.
+    blocked: bool,
+    jobs: u32,
+    /// A verdict on the run itself has been given.
+    settled: bool,
+}
+
+#[derive(Clone, Debug)]
+struct JobSeen {
+    created_s: f64,
+    ended_s: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+struct Tracked {
+    view: CronJobView,
+    /// Runs scheduled at or before this are not judged.
+    judged_from: Timestamp,
+    /// Runs scheduled up to this are in `runs`.
+    expanded_to: Timestamp,
+    runs: BTreeMap<i64, Run>,
+    jobs: HashMap<String, JobSeen>,
+}
+
+/// How long settled runs are kept, to recognise a late duplicate.
+const RETAIN_S: i64 = 3600;
+/// How long a Job whose CronJob is not known yet is kept (the two watches race).
+const ORPHAN_S: f64 = 120.0;
+
+/// Every judged run of every CronJob shadow mode follows.
+#[derive(Debug)]
+pub struct Ledger {
+    settings: Settings,
+    cronjobs: HashMap<String, Tracked>,
+    orphans: HashMap<String, Vec<JobView>>,
+    tally: Tally,
+}
+
+impl Ledger {
+    pub fn new(settings: Settings) -> Self {
+        let tally = Tally::new(settings.herd_min_runs);
+        Ledger { settings, cronjobs: HashMap::new(), orphans: HashMap::new(), tally }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// CronJobs followed.
+    pub fn cronjobs(&self) -> usize {
+        self.cronjobs.len()
+    }
+
+    /// Runs due whose Job has not come and whose deadline has not passed.
+    pub fn pending(&self) -> usize {
+        let waiting = |r: &Run| !r.settled && r.jobs == 0 && !r.suspended && !r.blocked;
+        self.cronjobs.values().map(|t| t.runs.values().filter(|r| waiting(r)).count()).sum()
+    }
+
+    /// A CronJob appeared or changed; the Jobs that came before it are matched now.
+    pub fn apply_cronjob(&mut self, view: CronJobView, now: Timestamp) -> Vec<Judged> {
+        let uid = view.uid.clone();
+        match self.cronjobs.get_mut(&uid) {
+            Some(t) => t.view = view,
+            None => {
+                let judged_from = view.creation.max(self.settings.started);
+                let expanded_to = match view.schedule.as_ref().map(|s| s.schedule().kind()) {
+                    // `@every` counts from the last run (or creation), not from the clock.
+                    Some(cronshard_types::schedule::Kind::Every { .. }) => {
+                        view.last_schedule_time.unwrap_or(view.creation).max(view.creation)
+                    }
+                    _ => judged_from,
+                };
+                self.cronjobs.insert(
+                    uid.clone(),
+                    Tracked { view, judged_from, expanded_to, runs: BTreeMap::new(), jobs: HashMap::new() },
+                );
+            }
+        }
+        let orphans = self.orphans.remove(&uid).unwrap_or_default();
+        orphans.into_iter().flat_map(|job| self.apply_job(job, now)).collect()
+    }
+
+    pub fn delete_cronjob(&mut self, uid: &str) {
+        self.cronjobs.remove(uid);
+    }
+
+    /// After a fresh list: the CronJobs not in it were deleted meanwhile.
+    pub fn retain_cronjobs(&mut self, listed: &HashSet<String>) {
+        self.cronjobs.retain(|uid, _| listed.contains(uid));
+    }
+
+    /// A Job appeared or changed: a new one gets its verdict.
+    pub fn apply_job(&mut self, job: JobView, now: Timestamp) -> Vec<Judged> {
+        let Some(t) = self.cronjobs.get_mut(&job.owner_uid) else {
+            if job.created_s >= self.settings.started.as_second() as f64 {
+                self.orphans.entry(job.owner_uid.clone()).or_default().push(job);
+            }
+            return Vec::new();
+        };
+        if let Some(seen) = t.jobs.get_mut(&job.uid) {
+            seen.ended_s = seen.ended_s.or(job.ended_s);
+            return Vec::new();
+        }
+        t.jobs.insert(job.uid.clone(), JobSeen { created_s: job.created_s, ended_s: job.ended_s });
+        let verdict = judge_job(t, &job, &self.settings, &mut self.tally, now);
+        if let Some((judged, due_s)) = &verdict {
+            self.tally.record(&t.view, judged, Some((*due_s, job.created_s)));
+        }
+        verdict.map(|(j, _)| j).into_iter().collect()
+    }
+
+    /// A Job was deleted: for Forbid it is not active any more.
+    pub fn delete_job(&mut self, owner_uid: &str, uid: &str, now: Timestamp) {
+        if let Some(seen) = self.cronjobs.get_mut(owner_uid).and_then(|t| t.jobs.get_mut(uid)) {
+            seen.ended_s = seen.ended_s.or(Some(seconds(now)));
+        }
+    }
+
+    /// Runs whose time has come are added, runs past their deadline without a Job settled.
+    pub fn tick(&mut self, now: Timestamp) -> Vec<Judged> {
+        let now_s = seconds(now);
+        self.orphans.retain(|_, jobs| {
+            jobs.retain(|j| now_s - j.created_s < ORPHAN_S);
+            !jobs.is_empty()
+        });
+        let mut judged = Vec::new();
+        for t in self.cronjobs.values_mut() {
+            let upto = now.as_second() - t.view.spread_offset_s as i64;
+            expand(t, &self.settings, &mut self.tally, upto);
+            for run in t.runs.values_mut() {
+                if run.settled || run.jobs > 0 || now_s <= run.deadline_s + self.settings.grace_s {
+                    continue;
+                }
+                run.settled = true;
+                let verdict = if run.suspended || run.blocked { Verdict::Skipped } else { Verdict::Missed };
+                let j = Judged { verdict, skew_s: None };
+                self.tally.record(&t.view, &j, None);
+                judged.push(j);
+            }
+            let oldest = now.as_second() - RETAIN_S;
+            t.runs.retain(|at, run| *at >= oldest || !run.settled);
+            t.jobs.retain(|_, j| j.ended_s.is_none_or(|e| e >= oldest as f64));
+        }
+        judged
+    }
+}
+
+fn seconds(t: Timestamp) -> f64 {
+    t.as_millisecond() as f64 / 1000.0
+}
+
+/// Adds the runs scheduled after `t.expanded_to`, up to `upto` (unix seconds).
+fn expand(t: &mut Tracked, settings: &Settings, tally: &mut Tally, upto: i64) {
+    let Some(schedule) = t.view.schedule.as_ref() else { return };
+    let limit = settings.until.map_or(upto, |u| upto.min(u.as_second()));
+    if t.expanded_to.as_second() >= limit {
+        return;
+    }
+    for at in schedule.schedule().iter_after(t.expanded_to) {
+        if at.as_second() > limit {
+            break;
+        }
+        t.expanded_to = at;
+        if at <= t.judged_from {
+            continue;
+        }
+        let offset = t.view.spread_offset_s as f64;
+        let due_s = at.as_second() as f64 + offset;
+        let next_s = schedule.schedule().next_after(at).map_or(f64::INFINITY, |n| n.as_second() as f64 + offset);
+        let deadline_s = t.view.starting_deadline_s.map_or(next_s, |d| next_s.min(due_s + d as f64));
+        let blocked = t.view.forbid && t.jobs.values().any(|j| active_at(j, due_s));
+        if !t.view.suspend && !blocked {
+            tally.due(due_s);
+        }
+        t.runs.insert(
+            at.as_second(),
+            Run { due_s, deadline_s, suspended: t.view.suspend, blocked, jobs: 0, settled: false },
+        );
+    }
+}
+
+fn active_at(job: &JobSeen, at_s: f64) -> bool {
+    job.created_s < at_s && job.ended_s.is_none_or(|e| e > at_s)
+}
+
+/// The verdict on a new Job of `t`, with its run's due time; `None` for a Job of a run
+/// that is not judged (before shadow mode started, or after `until`).
+fn judge_job(
+    t: &mut Tracked,
+    job: &JobView,
+    settings: &Settings,
+    tally: &mut Tally,
+    now: Timestamp,
+) -> Option<(Judged, f64)> {
+    // The scheduled time's span: exact from the annotation, else the name's minute.
+    let (first, last) = match job.scheduled {
+        Some(at) => (at.as_second(), at.as_second()),
+        None => {
+            let minute: i64 = job.name.rsplit_once('-')?.1.parse().ok()?;
+            (minute * 60, minute * 60 + 59)
+        }
+    };
+    if last <= t.judged_from.as_second() || settings.until.is_some_and(|u| first > u.as_second()) {
+        return None;
+    }
+    expand(t, settings, tally, last.max(now.as_second() - t.view.spread_offset_s as i64));
+    let others_active = t.view.forbid && t.jobs.iter().any(|(uid, j)| *uid != job.uid && active_at(j, job.created_s));
+    let unexpected = Judged { verdict: Verdict::Unexpected, skew_s: None };
+    let Some((_, run)) = t.runs.range_mut(first..=last).next() else {
+        return Some((unexpected, job.created_s));
+    };
+    run.jobs += 1;
+    let due_s = run.due_s;
+    if run.jobs > 1 {
+        return Some((Judged { verdict: Verdict::Duplicate, skew_s: None }, due_s));
+    }
+    let too_late = run.settled;
+    run.settled = true;
+    if run.suspended || others_active || too_late {
+        return Some((unexpected, due_s));
+    }
+    let skew_s = (job.created_s - due_s).max(0.0);
+    let verdict = if skew_s > settings.late_after_s { Verdict::Late } else { Verdict::OnTime };
+    Some((Judged { verdict, skew_s: Some(skew_s) }, due_s))
+}
+
+#[cfg(test)]
+#[path = "ledger_tests.rs"]
+mod tests;

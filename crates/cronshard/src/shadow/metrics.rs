@@ -1,0 +1,133 @@
+//! Shadow mode's Prometheus metrics and its `/metrics`, `/healthz`, `/readyz` router.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::ledger::{Judged, Verdict};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabels {
+    pub verdict: String,
+}
+
+/// What shadow mode exports.
+#[derive(Debug)]
+pub struct ShadowMetrics {
+    registry: Registry,
+    /// The controller's own skew buckets (`cronshard_job_creation_skew_seconds`), so that one
+    /// dashboard compares the two.
+    pub skew: Histogram,
+    pub runs: Family<VerdictLabels, Counter>,
+    pub cronjobs: Gauge,
+}
+
+impl Default for ShadowMetrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let skew = Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        let runs = Family::<VerdictLabels, Counter>::default();
+        let cronjobs = Gauge::default();
+        for v in Verdict::ALL {
+            let _ = runs.get_or_create(&VerdictLabels { verdict: v.label().to_owned() });
+        }
+        registry.register(
+            "cronshard_shadow_skew_seconds",
+            "Creation of the running controller's Job minus the run's due time, as shadow mode sees it",
+            skew.clone(),
+        );
+        registry.register(
+            "cronshard_shadow_runs",
+            "Runs judged by shadow mode, by verdict (on_time, late, missed, duplicate, unexpected, skipped)",
+            runs.clone(),
+        );
+        registry.register("cronshard_shadow_cronjobs", "CronJobs shadow mode follows", cronjobs.clone());
+        ShadowMetrics { registry, skew, runs, cronjobs }
+    }
+}
+
+impl ShadowMetrics {
+    pub fn observe(&self, judged: &[Judged]) {
+        for j in judged {
+            self.runs.get_or_create(&VerdictLabels { verdict: j.verdict.label().to_owned() }).inc();
+            if let Some(skew) = j.skew_s {
+                self.skew.observe(skew);
+            }
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// What the endpoints read: the metrics, and whether the initial lists are in.
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub metrics: Arc<ShadowMetrics>,
+    pub listed: Arc<AtomicBool>,
+}
+
+/// `/metrics` (OpenMetrics), `/healthz` and `/readyz` (both initial lists are in).
+pub fn app(served: Served) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(served)
+}
+
+async fn metrics(State(s): State<Served>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], s.metrics.encode())
+}
+
+async fn readyz(State(s): State<Served>) -> impl IntoResponse {
+    if s.listed.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "listing CronJobs and Jobs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_verdict_is_exported_from_zero_and_readiness_follows_the_lists() {
+        let served = Served { metrics: Arc::new(ShadowMetrics::default()), listed: Arc::new(AtomicBool::new(false)) };
+        served.metrics.observe(&[Judged { verdict: Verdict::Late, skew_s: Some(20.0) }]);
+        let get = |path: &str| Request::get(path).body(Body::empty()).expect("request");
+        let answer = app(served.clone()).oneshot(get("/metrics")).await.expect("answer");
+        let body = axum::body::to_bytes(answer.into_body(), 1 << 20).await.expect("body");
+        let text = String::from_utf8_lossy(&body);
+        for v in Verdict::ALL {
+            let n = if v == Verdict::Late { 1 } else { 0 };
+            assert!(text.contains(&format!("cronshard_shadow_runs_total{{verdict=\"{}\"}} {n}", v.label())), "{text}");
+        }
+        assert!(text.contains("cronshard_shadow_skew_seconds_bucket{le=\"32.0\"} 1"), "{text}");
+        assert!(text.contains("cronshard_shadow_cronjobs 0"), "{text}");
+        let ready = app(served.clone()).oneshot(get("/readyz")).await.expect("answer");
+        assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+        served.listed.store(true, Ordering::Relaxed);
+        assert_eq!(app(served).oneshot(get("/readyz")).await.expect("answer").status(), StatusCode::OK);
+    }
+}

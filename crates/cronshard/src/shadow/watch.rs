@@ -1,0 +1,192 @@
+//! Shadow mode's loop: two read-only watches (CronJobs, Jobs) feed the ledger, a tick each
+//! second settles runs past their deadline, and the report is written every minute and at exit.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use cronshard_worker::Clock;
+use cronshard_worker::decoded::{Decoded, decodable};
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+
+use super::ledger::{Judged, Ledger, Settings};
+use super::metrics::ShadowMetrics;
+use super::tally::Report;
+use super::{Shard, cronjob_view, job_view};
+
+/// How shadow mode runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub settings: Settings,
+    /// Only CronJobs matching this label selector.
+    pub selector: Option<String>,
+    pub shard: Option<Shard>,
+    /// Where the JSON report goes (every minute and at exit).
+    pub out: Option<PathBuf>,
+}
+
+/// How often the report is rewritten.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+/// Runs until `stop` resolves, or, with `until`, until every run up to it has a verdict; then
+/// writes the last report and returns it.
+pub async fn run(
+    client: kube::Client,
+    clock: Clock,
+    options: Options,
+    metrics: Arc<ShadowMetrics>,
+    listed: Arc<AtomicBool>,
+    stop: impl std::future::Future<Output = ()>,
+) -> crate::Result<Report> {
+    let mut config = watcher::Config::default().page_size(500);
+    if let Some(selector) = &options.selector {
+        config = config.labels(selector);
+    }
+    let mut cronjobs = watcher(Api::<Decoded<CronJob>>::all(client.clone()), config).default_backoff().boxed();
+    let mut jobs = watcher(Api::<Decoded<Job>>::all(client), watcher::Config::default().page_size(500))
+        .default_backoff()
+        .boxed();
+    let mut state = State {
+        ledger: Ledger::new(options.settings.clone()),
+        options,
+        metrics,
+        clock,
+        listing: HashSet::new(),
+        lists_in: (false, false),
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut report_tick = tokio::time::interval(REPORT_EVERY);
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            Some(event) = cronjobs.next() => state.on_cronjob(event),
+            Some(event) = jobs.next() => state.on_job(event),
+            _ = tick.tick() => {
+                let now = state.clock.now();
+                let judged = state.ledger.tick(now);
+                state.judged(&judged);
+                if state.done(now) {
+                    break;
+                }
+            }
+            _ = report_tick.tick() => {
+                state.write_report()?;
+            }
+        }
+        listed.store(state.lists_in == (true, true), Ordering::Relaxed);
+    }
+    state.write_report()
+}
+
+struct State {
+    ledger: Ledger,
+    options: Options,
+    metrics: Arc<ShadowMetrics>,
+    clock: Clock,
+    /// CronJob uids of a list in progress.
+    listing: HashSet<String>,
+    /// (CronJobs, Jobs) listed at least once.
+    lists_in: (bool, bool),
+}
+
+impl State {
+    fn on_cronjob(&mut self, event: Result<watcher::Event<Decoded<CronJob>>, watcher::Error>) {
+        let event = match event {
+            Ok(event) => decodable(event, |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a CronJob does not decode; not followed")),
+            Err(e) => {
+                tracing::warn!(error = %e, "CronJob watch failed; listing again");
+                return;
+            }
+        };
+        let now = self.clock.now();
+        match event {
+            Some(watcher::Event::Init) => self.listing.clear(),
+            Some(watcher::Event::InitApply(cj)) => {
+                if let Some(uid) = self.apply_cronjob(&cj, now) {
+                    self.listing.insert(uid);
+                }
+            }
+            Some(watcher::Event::InitDone) => {
+                self.ledger.retain_cronjobs(&self.listing);
+                self.lists_in.0 = true;
+            }
+            Some(watcher::Event::Apply(cj)) => {
+                self.apply_cronjob(&cj, now);
+            }
+            Some(watcher::Event::Delete(cj)) => {
+                if let Some(uid) = &cj.metadata.uid {
+                    self.ledger.delete_cronjob(uid);
+                }
+            }
+            None => {}
+        }
+        self.metrics.cronjobs.set(self.ledger.cronjobs() as i64);
+    }
+
+    /// Follows `cj` if it is in this shard; returns its uid if so.
+    fn apply_cronjob(&mut self, cj: &CronJob, now: cronshard_types::Timestamp) -> Option<String> {
+        let view = cronjob_view(cj, now)?;
+        if self.options.shard.is_some_and(|s| !s.holds(&view.namespace, &view.name)) {
+            return None;
+        }
+        let uid = view.uid.clone();
+        let judged = self.ledger.apply_cronjob(view, now);
+        self.judged(&judged);
+        Some(uid)
+    }
+
+    fn on_job(&mut self, event: Result<watcher::Event<Decoded<Job>>, watcher::Error>) {
+        let event = match event {
+            Ok(event) => decodable(event, |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a Job does not decode; not followed")),
+            Err(e) => {
+                tracing::warn!(error = %e, "Job watch failed; listing again");
+                return;
+            }
+        };
+        let now = self.clock.now();
+        match event {
+            Some(watcher::Event::InitApply(job) | watcher::Event::Apply(job)) => {
+                if let Some(view) = job_view(&job, now) {
+                    let judged = self.ledger.apply_job(view, now);
+                    self.judged(&judged);
+                }
+            }
+            Some(watcher::Event::Delete(job)) => {
+                if let Some(view) = job_view(&job, now) {
+                    self.ledger.delete_job(&view.owner_uid, &view.uid, now);
+                }
+            }
+            Some(watcher::Event::InitDone) => self.lists_in.1 = true,
+            Some(watcher::Event::Init) | None => {}
+        }
+    }
+
+    fn judged(&self, judged: &[Judged]) {
+        self.metrics.observe(judged);
+    }
+
+    /// With `until`: the lists are in, its time has passed and every run up to it is judged.
+    fn done(&self, now: cronshard_types::Timestamp) -> bool {
+        let Some(until) = self.options.settings.until else { return false };
+        self.lists_in == (true, true) && now > until && self.ledger.pending() == 0
+    }
+
+    fn write_report(&self) -> crate::Result<Report> {
+        let report = Report::new(&self.ledger, self.clock.now(), self.options.shard.map(|s| s.to_string()));
+        if let Some(path) = &self.options.out {
+            let json = serde_json::to_string_pretty(&report).map_err(|e| crate::Error::Report(e.to_string()))?;
+            // Written whole, then renamed: a reader never sees half a report.
+            let partial = path.with_extension("json.partial");
+            std::fs::write(&partial, json + "\n")
+                .and_then(|()| std::fs::rename(&partial, path))
+                .map_err(|e| crate::Error::Report(format!("{}: {e}", path.display())))?;
+        }
+        Ok(report)
+    }
+}

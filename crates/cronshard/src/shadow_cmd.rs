@@ -1,0 +1,107 @@
+//! `cronshard shadow`: read-only; judges the running CronJob controller by cronshard's
+//! semantics and exports what it finds (metrics, and a JSON report with `--out`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use cronshard::shadow::metrics::{Served, ShadowMetrics};
+use cronshard::shadow::{self, Options, Settings, Shard};
+use cronshard_types::Timestamp;
+use cronshard_worker::Clock;
+
+#[derive(Debug, Args)]
+pub(crate) struct ShadowArgs {
+    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Address of /metrics, /healthz and /readyz (port 0 picks a free port, printed on stdout).
+    #[arg(long, env = "CRONSHARD_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Judge only CronJobs matching this label selector.
+    #[arg(long, env = "CRONSHARD_SELECTOR")]
+    selector: Option<String>,
+    /// Judge one shard of the CronJobs, `i/N`: those in bucket i of N by cronshard's bucket
+    /// hash, so that N shadow processes share a huge cluster.
+    #[arg(long, env = "CRONSHARD_SHARD")]
+    shard: Option<Shard>,
+    /// Write the JSON report here every minute and at exit.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A run whose Job came more than this after its due time is late.
+    #[arg(long, default_value = "10s", value_parser = cronshard::cli::parse_duration)]
+    late_after: Duration,
+    /// How long after a run's deadline its Job may still be reported by the watch.
+    #[arg(long, default_value = "30s", value_parser = cronshard::cli::parse_duration)]
+    grace: Duration,
+    /// An instant with at least this many runs due is reported as a herd.
+    #[arg(long, default_value_t = 100)]
+    herd_min_runs: usize,
+    /// Judge only runs scheduled up to this time (RFC 3339); exit once each has its verdict.
+    #[arg(long)]
+    until: Option<Timestamp>,
+    /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL.
+    #[arg(long, hide_short_help = true)]
+    testing_clock_from: Option<String>,
+}
+
+pub(crate) fn run(args: ShadowArgs) -> ExitCode {
+    cronshard::cli::block_on(serve(args), 2)
+}
+
+async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
+    if let Some(selector) = &args.selector {
+        cronshard_types::selector::LabelSelector::parse(selector)
+            .with_context(|| format!("--selector {selector:?} is not a label selector"))?;
+    }
+    let mut config = crate::run_cmd::kube_config(args.kubeconfig.as_deref()).await?;
+    let agent = format!("cronshard/{} (shadow)", env!("CARGO_PKG_VERSION"));
+    config.headers.push((axum::http::header::USER_AGENT, axum::http::HeaderValue::from_str(&agent)?));
+    let client = kube::Client::try_from(config).context("building the client")?;
+    let clock = Clock::default();
+    if let Some(url) = &args.testing_clock_from {
+        tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
+        tokio::spawn(clock.clone().follow(url.clone()));
+        // The first reading comes within one poll; judging by the wrong clock would be wrong.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let served = Served { metrics: Arc::new(ShadowMetrics::default()), listed: Arc::new(AtomicBool::new(false)) };
+    let listener = tokio::net::TcpListener::bind(args.metrics_addr)
+        .await
+        .with_context(|| format!("--metrics-addr {}", args.metrics_addr))?;
+    let addr = listener.local_addr()?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "http://{addr}");
+        let _ = out.flush();
+    }
+    let http = tokio::spawn(axum::serve(listener, shadow::metrics::app(served.clone())).into_future());
+    let options = Options {
+        settings: Settings {
+            started: clock.now(),
+            until: args.until,
+            late_after_s: args.late_after.as_secs_f64(),
+            grace_s: args.grace.as_secs_f64(),
+            herd_min_runs: args.herd_min_runs,
+        },
+        selector: args.selector.clone(),
+        shard: args.shard,
+        out: args.out.clone(),
+    };
+    tracing::info!(metrics = %addr, shard = ?args.shard.map(|s| s.to_string()), "cronshard shadow: read-only, judging the running controller");
+    let report = shadow::run(client, clock, options, served.metrics, served.listed, cronshard::cli::shutdown_signal()).await?;
+    http.abort();
+    tracing::info!(
+        created = report.totals.get("created").copied().unwrap_or(0),
+        missed = report.totals.get("missed").copied().unwrap_or(0),
+        p99_s = report.skew_s.p99,
+        "shadow report written"
+    );
+    Ok(())
+}
