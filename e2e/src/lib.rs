@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod report;
 pub mod scenario;
+pub mod shadow;
 pub mod testbed;
 
 /// What can go wrong reading scenarios or audit records.

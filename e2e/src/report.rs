@@ -26,6 +26,9 @@ pub struct ArmReport {
     pub analysis: Analysis,
     pub cpu_s: Vec<f64>,
     pub peak_rss_mb: Vec<f64>,
+    /// With `--shadow`: `cronshard shadow`'s verdicts beside the audit log's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<crate::shadow::ShadowCheck>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -102,6 +105,27 @@ pub fn table(report: &Report) -> String {
         out,
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
+    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
+        let (s, x) = (&c.shadow, &c.audit);
+        let _ = writeln!(
+            out,
+            "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
+             p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
+            a.name,
+            s.created,
+            x.created,
+            s.missed,
+            x.missed,
+            s.duplicates,
+            x.duplicates,
+            s.skew_p50_s,
+            x.skew_p50_s,
+            s.skew_p99_s,
+            x.skew_p99_s,
+            c.reads,
+            c.writes
+        );
+    }
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
         let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);
@@ -327,6 +351,7 @@ mod tests {
             analysis,
             cpu_s: vec![1.0],
             peak_rss_mb: vec![50.0],
+            shadow: None,
         }
     }
 

@@ -95,7 +95,8 @@ async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
     };
     tracing::info!(metrics = %addr, shard = ?args.shard.map(|s| s.to_string()), "cronshard shadow: read-only, judging the running controller");
-    let report = shadow::run(client, clock, options, served.metrics, served.listed, cronshard::cli::shutdown_signal()).await?;
+    let report =
+        shadow::run(client, clock, options, served.metrics, served.listed, cronshard::cli::shutdown_signal()).await?;
     http.abort();
     tracing::info!(
         created = report.totals.get("created").copied().unwrap_or(0),

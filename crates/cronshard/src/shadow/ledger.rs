@@ -150,12 +150,13 @@ pub struct Ledger {
     cronjobs: HashMap<String, Tracked>,
     orphans: HashMap<String, Vec<JobView>>,
     tally: Tally,
+    jobs_seen: u64,
 }
 
 impl Ledger {
     pub fn new(settings: Settings) -> Self {
         let tally = Tally::new(settings.herd_min_runs);
-        Ledger { settings, cronjobs: HashMap::new(), orphans: HashMap::new(), tally }
+        Ledger { settings, cronjobs: HashMap::new(), orphans: HashMap::new(), tally, jobs_seen: 0 }
     }
 
     pub fn settings(&self) -> &Settings {
@@ -164,6 +165,11 @@ impl Ledger {
 
     pub fn tally(&self) -> &Tally {
         &self.tally
+    }
+
+    /// Jobs of followed CronJobs created since shadow mode started.
+    pub fn jobs_seen(&self) -> u64 {
+        self.jobs_seen
     }
 
     /// CronJobs followed.
@@ -223,6 +229,9 @@ impl Ledger {
             return Vec::new();
         }
         t.jobs.insert(job.uid.clone(), JobSeen { created_s: job.created_s, ended_s: job.ended_s });
+        if job.created_s >= self.settings.started.as_second() as f64 {
+            self.jobs_seen += 1;
+        }
         let verdict = judge_job(t, &job, &self.settings, &mut self.tally, now);
         if let Some((judged, due_s)) = &verdict {
             self.tally.record(&t.view, judged, Some((*due_s, job.created_s)));

@@ -101,7 +101,11 @@ fn a_job_the_semantics_forbid_is_unexpected() {
     let mut suspended = cronjob("s", "0 * * * *");
     suspended.suspend = true;
     let mut l = ledger_with(&[&hourly, &suspended]);
-    assert_eq!(verdicts(&l.apply_job(job(&hourly, 60.0, 61.0), at(61.0))), vec![Verdict::Unexpected], "not in the schedule");
+    assert_eq!(
+        verdicts(&l.apply_job(job(&hourly, 60.0, 61.0), at(61.0))),
+        vec![Verdict::Unexpected],
+        "not in the schedule"
+    );
     assert_eq!(verdicts(&l.apply_job(job(&suspended, 0.0, 1.0), at(1.0))), vec![Verdict::Unexpected], "suspended");
     // Missed at the next run plus grace, then a Job after all: started past its deadline.
     assert_eq!(verdicts(&l.tick(at(3606.0))), vec![Verdict::Missed]);
@@ -123,7 +127,11 @@ fn forbid_skips_a_run_while_one_is_active_and_a_job_then_is_unexpected() {
     let mut ended = job(&forbid, 0.0, 0.5);
     ended.ended_s = Some(HOUR as f64 + 200.0);
     l.apply_job(ended, at(200.0));
-    assert_eq!(verdicts(&l.apply_job(job(&forbid, 240.0, 241.0), at(241.0))), vec![Verdict::Unexpected], "the :03 Job still runs");
+    assert_eq!(
+        verdicts(&l.apply_job(job(&forbid, 240.0, 241.0), at(241.0))),
+        vec![Verdict::Unexpected],
+        "the :03 Job still runs"
+    );
     l.delete_job(&forbid.uid, &job(&forbid, 180.0, 180.5).uid, at(250.0));
     l.delete_job(&forbid.uid, &job(&forbid, 240.0, 241.0).uid, at(250.0));
     assert_eq!(verdicts(&l.apply_job(job(&forbid, 300.0, 300.5), at(300.5))), vec![Verdict::OnTime]);
@@ -151,7 +159,11 @@ fn a_spread_run_is_due_at_its_offset() {
     let j = l.apply_job(job(&spread, 0.0, 41.5), at(41.5));
     assert_eq!(j, vec![Judged { verdict: Verdict::OnTime, skew_s: Some(1.5) }]);
     let early = l.apply_job(job(&spread, 3600.0, 3600.2), at(3600.2));
-    assert_eq!(early, vec![Judged { verdict: Verdict::OnTime, skew_s: Some(0.0) }], "a controller without spread is not late");
+    assert_eq!(
+        early,
+        vec![Judged { verdict: Verdict::OnTime, skew_s: Some(0.0) }],
+        "a controller without spread is not late"
+    );
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub struct ShadowMetrics {
     pub skew: Histogram,
     pub runs: Family<VerdictLabels, Counter>,
     pub cronjobs: Gauge,
+    /// Jobs of followed CronJobs created since shadow mode started.
+    pub jobs_seen: Counter,
 }
 
 impl Default for ShadowMetrics {
@@ -53,7 +55,13 @@ impl Default for ShadowMetrics {
             runs.clone(),
         );
         registry.register("cronshard_shadow_cronjobs", "CronJobs shadow mode follows", cronjobs.clone());
-        ShadowMetrics { registry, skew, runs, cronjobs }
+        let jobs_seen = Counter::default();
+        registry.register(
+            "cronshard_shadow_jobs_seen",
+            "Jobs of followed CronJobs created since shadow mode started",
+            jobs_seen.clone(),
+        );
+        ShadowMetrics { registry, skew, runs, cronjobs, jobs_seen }
     }
 }
 

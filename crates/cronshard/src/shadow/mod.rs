@@ -130,10 +130,7 @@ mod tests {
         let n = NonZeroU32::new(4).expect("4");
         let held = (0..4).filter(|i| Shard { index: *i, count: n }.holds("team-a", "nightly")).count();
         assert_eq!(held, 1, "every CronJob is in exactly one shard");
-        assert_eq!(
-            Shard { index: cronshard_types::bucket("team-a", "nightly", n), count: n }.holds("team-a", "nightly"),
-            true
-        );
+        assert!(Shard { index: cronshard_types::bucket("team-a", "nightly", n), count: n }.holds("team-a", "nightly"));
     }
 
     #[test]

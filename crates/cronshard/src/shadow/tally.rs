@@ -120,7 +120,8 @@ impl Tally {
     fn worst(&self) -> Vec<CronJobTally> {
         let mut all: Vec<&CronJobTally> = self.cronjobs.values().filter(|c| c.badness() > (0, 0, 0.0)).collect();
         all.sort_by(|a, b| b.badness().partial_cmp(&a.badness()).unwrap_or(std::cmp::Ordering::Equal));
-        all.into_iter().take(WORST).cloned().collect()
+        let round = |v: f64| (v * 1000.0).round() / 1000.0;
+        all.into_iter().take(WORST).map(|c| CronJobTally { max_skew_s: round(c.max_skew_s), ..c.clone() }).collect()
     }
 
     fn herds(&self) -> Vec<HerdReport> {
@@ -169,6 +170,8 @@ pub struct Report {
     /// `i/N` when shadow mode follows one shard of the CronJobs.
     pub shard: Option<String>,
     pub cronjobs: usize,
+    /// Jobs of those CronJobs created since shadow mode started.
+    pub jobs_seen: u64,
     /// Verdicts by name, `pending` (due, no Job yet, deadline not passed) and `created`.
     pub totals: BTreeMap<&'static str, u64>,
     pub skew_s: SkewReport,
@@ -189,6 +192,7 @@ impl Report {
             until: ledger.settings().until.map(|u| u.to_string()),
             shard,
             cronjobs: ledger.cronjobs(),
+            jobs_seen: ledger.jobs_seen(),
             totals,
             skew_s: SkewReport {
                 p50: round(tally.skew_quantile_s(0.50)),

@@ -48,9 +48,8 @@ pub async fn run(
         config = config.labels(selector);
     }
     let mut cronjobs = watcher(Api::<Decoded<CronJob>>::all(client.clone()), config).default_backoff().boxed();
-    let mut jobs = watcher(Api::<Decoded<Job>>::all(client), watcher::Config::default().page_size(500))
-        .default_backoff()
-        .boxed();
+    let mut jobs =
+        watcher(Api::<Decoded<Job>>::all(client), watcher::Config::default().page_size(500)).default_backoff().boxed();
     let mut state = State {
         ledger: Ledger::new(options.settings.clone()),
         options,
@@ -58,6 +57,7 @@ pub async fn run(
         clock,
         listing: HashSet::new(),
         lists_in: (false, false),
+        jobs_seen_exported: 0,
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut report_tick = tokio::time::interval(REPORT_EVERY);
@@ -80,6 +80,7 @@ pub async fn run(
             }
         }
         listed.store(state.lists_in == (true, true), Ordering::Relaxed);
+        state.export_jobs_seen();
     }
     state.write_report()
 }
@@ -93,12 +94,17 @@ struct State {
     listing: HashSet<String>,
     /// (CronJobs, Jobs) listed at least once.
     lists_in: (bool, bool),
+    /// The ledger's count of Jobs seen, as far as the metric has it.
+    jobs_seen_exported: u64,
 }
 
 impl State {
     fn on_cronjob(&mut self, event: Result<watcher::Event<Decoded<CronJob>>, watcher::Error>) {
         let event = match event {
-            Ok(event) => decodable(event, |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a CronJob does not decode; not followed")),
+            Ok(event) => decodable(
+                event,
+                |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a CronJob does not decode; not followed"),
+            ),
             Err(e) => {
                 tracing::warn!(error = %e, "CronJob watch failed; listing again");
                 return;
@@ -143,7 +149,10 @@ impl State {
 
     fn on_job(&mut self, event: Result<watcher::Event<Decoded<Job>>, watcher::Error>) {
         let event = match event {
-            Ok(event) => decodable(event, |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a Job does not decode; not followed")),
+            Ok(event) => decodable(
+                event,
+                |bad| tracing::warn!(name = ?bad.metadata.name, error = %bad.error, "a Job does not decode; not followed"),
+            ),
             Err(e) => {
                 tracing::warn!(error = %e, "Job watch failed; listing again");
                 return;
@@ -165,6 +174,12 @@ impl State {
             Some(watcher::Event::InitDone) => self.lists_in.1 = true,
             Some(watcher::Event::Init) | None => {}
         }
+    }
+
+    fn export_jobs_seen(&mut self) {
+        let seen = self.ledger.jobs_seen();
+        self.metrics.jobs_seen.inc_by(seen - self.jobs_seen_exported);
+        self.jobs_seen_exported = seen;
     }
 
     fn judged(&self, judged: &[Judged]) {

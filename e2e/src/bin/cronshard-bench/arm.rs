@@ -7,13 +7,21 @@ use std::time::Duration;
 use cronshard_e2e::analysis::analyze;
 use cronshard_e2e::report::ArmReport;
 use cronshard_e2e::scenario::{CronJobSeed, Fault, Scenario};
+use cronshard_e2e::shadow::SHADOW_USER;
 use cronshard_types::Timestamp;
 use tokio::process::Child;
 
 use crate::procs::{Admin, Proc, sigterm, spawn, start_controller};
 use crate::{MAX_PROCESSES, arm_processes};
 
-pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> Result<ArmReport, String> {
+/// Runs one arm; with `shadow`, `cronshard shadow` watches it.
+pub(crate) async fn run_arm(
+    bin_dir: &Path,
+    scenario: &Scenario,
+    arm: &str,
+    out: &Path,
+    shadow: bool,
+) -> Result<ArmReport, String> {
     let (count, kind, _) = arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -29,6 +37,14 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         admin.call("PUT", "/sim/error-rate", body).await?;
     }
     let (from, _) = admin.now().await?;
+    let to = from
+        .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.grace_s))
+        .map_err(|e| e.to_string())?;
+    // Started within the scenario's lead, before the first run is due.
+    let watcher = match shadow {
+        true => Some(crate::shadow::start(bin_dir, &dir, &url, to).await?),
+        false => None,
+    };
     let mut controllers = Controllers::start(bin_dir, dir, arm, count, url).await?;
     let mut faults = FaultClock::new(&scenario.faults);
     let mut later_loaded = later.is_empty();
@@ -48,16 +64,22 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         controllers.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let audit = admin.call("GET", "/sim/audit", Vec::new()).await?;
-    let totals = controllers.stop().await;
+    // Beside shadow mode, the controllers stop first: no Job may come after the audit read.
+    let (audit, totals) = if watcher.is_some() {
+        let totals = controllers.stop().await;
+        (admin.call("GET", "/sim/audit", Vec::new()).await?, totals)
+    } else {
+        let audit = admin.call("GET", "/sim/audit", Vec::new()).await?;
+        (audit, controllers.stop().await)
+    };
+    let records: Vec<serde_json::Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let analysis = analyze(&seeds, &records, from, to, scenario.downtime_s > 0.0, scenario.sim.admitted_writes_per_s);
+    let shadow = match watcher {
+        Some(w) => Some(w.finish(&analysis, &records).await?),
+        None => None,
+    };
     sigterm(&sim);
     let _ = tokio::time::timeout(Duration::from_secs(30), sim.wait()).await;
-
-    let records: Vec<serde_json::Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let to = from
-        .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.grace_s))
-        .map_err(|e| e.to_string())?;
-    let analysis = analyze(&seeds, &records, from, to, scenario.downtime_s > 0.0, scenario.sim.admitted_writes_per_s);
     let round = |v: f64| (v * 100.0).round() / 100.0;
     Ok(ArmReport {
         name: arm.to_owned(),
@@ -66,12 +88,14 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         analysis,
         cpu_s: totals.iter().map(|t| round(t.0)).collect(),
         peak_rss_mb: totals.iter().map(|t| round(t.1)).collect(),
+        shadow,
     })
 }
 
 /// A fresh `cronshard-sim serve` with the scenario's settings and a token per controller.
 async fn start_sim(bin_dir: &Path, dir: &Path, scenario: &Scenario) -> Result<(Child, String, Admin), String> {
-    let tokens: String = (0..MAX_PROCESSES).map(|i| format!("token-bench-{i},bench-{i},{i}\n")).collect();
+    let mut tokens: String = (0..MAX_PROCESSES).map(|i| format!("token-bench-{i},bench-{i},{i}\n")).collect();
+    tokens.push_str(&format!("token-{SHADOW_USER},{SHADOW_USER},{SHADOW_USER}\n"));
     std::fs::write(dir.join("tokens.csv"), tokens).map_err(|e| e.to_string())?;
     let sim_args: Vec<String> = [
         "serve",

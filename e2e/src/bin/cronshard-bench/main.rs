@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 mod arm;
 mod procs;
+mod shadow;
 
 use clap::Parser;
 use cronshard_e2e::report::{Report, SimReport, svg, table};
@@ -38,6 +39,10 @@ struct Args {
     /// The simulator's admitted write rate instead of the scenario's.
     #[arg(long)]
     admitted_writes_per_s: Option<f64>,
+    /// Also run `cronshard shadow` (read-only, user `shadow`) beside each arm, and compare its
+    /// verdicts with the audit log's.
+    #[arg(long)]
+    shadow: bool,
     /// Where `cronshard` and `cronshard-baseline` are; default: beside this program.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -79,7 +84,7 @@ async fn run(args: Args) -> Result<(), String> {
     let mut arms = Vec::new();
     for arm in &args.arms {
         tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
-        arms.push(run_arm(&bin_dir, &scenario, arm, &args.out).await?);
+        arms.push(run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?);
     }
     let report = Report {
         scenario: scenario.name.clone(),

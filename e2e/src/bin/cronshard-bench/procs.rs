@@ -11,7 +11,7 @@ use cronshard_types::Timestamp;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// A small client for the simulator's admin API.
+/// A small HTTP client: the simulator's admin API, or a process's `/metrics`.
 pub(crate) struct Admin {
     pub(crate) client: kube::Client,
 }
@@ -96,7 +96,7 @@ pub(crate) async fn spawn(bin: &Path, args: &[String], log: &Path) -> Result<(Ch
     Ok((child, line.trim().to_owned()))
 }
 
-fn kubeconfig(dir: &Path, url: &str, user: &str) -> Result<PathBuf, String> {
+pub(crate) fn kubeconfig(dir: &Path, url: &str, user: &str) -> Result<PathBuf, String> {
     let path = dir.join(format!("kubeconfig-{user}"));
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: u\n  user:\n    \

@@ -195,6 +195,7 @@ fn report(
             analysis,
             cpu_s: usage.iter().map(|u| round(u.0)).collect(),
             peak_rss_mb: usage.iter().map(|u| round(u.1)).collect(),
+            shadow: None,
         }],
     }
 }
