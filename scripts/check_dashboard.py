@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the Grafana dashboard and the alert rules against real data.
 
-Starts a short `cronshard-sim demo` (600 CronJobs, 2 replicas, 75 s) whose replicas serve /metrics
+Starts a short `cronshard-sim demo --shadow` (600 CronJobs, 2 replicas and `cronshard shadow`, 75 s) whose processes serve /metrics
 on free ports, a Prometheus (the `prometheus` binary, e.g. Debian's package) scraping them every
 2 s and evaluating the chart's alert rules, waits until the demo has run about 60 s, then runs
 every panel query of the dashboard against it, both as an instant query and as a range query
@@ -304,16 +304,17 @@ def run(a, steps, procs, tmp, logs):
                                            timeout=30).stdout
             except (OSError, subprocess.TimeoutExpired) as e:
                 raise Abort(f"{binary} demo --help: {e}", 2)
-            if "--metrics-port-base" not in help_text:
-                raise Abort(f"{binary} demo has no --metrics-port-base: rebuild it from a tree that has "
-                            "the option (or use --targets to scrape replicas started by hand)", 2)
+            if "--metrics-port-base" not in help_text or "--shadow" not in help_text:
+                raise Abort(f"{binary} demo has no --metrics-port-base or --shadow: rebuild it from a tree that "
+                            "has them (or use --targets to scrape replicas started by hand)", 2)
 
     if a.targets:
         targets = [t.strip() for t in a.targets.split(",") if t.strip()]
         base = None
     else:
-        base = free_port_block(a.replicas)
-        targets = [f"127.0.0.1:{base + i}" for i in range(a.replicas)]
+        # The replicas, then `cronshard shadow` judging them (the shadow-mode panels).
+        base = free_port_block(a.replicas + 1)
+        targets = [f"127.0.0.1:{base + i}" for i in range(a.replicas + 1)]
     prom_port = free_port_block(1)
     while targets and f"127.0.0.1:{prom_port}" in targets:
         prom_port = free_port_block(1)
@@ -359,7 +360,7 @@ def run(a, steps, procs, tmp, logs):
     else:
         demo_out = os.path.join(tmp, "demo")
         cmd = [binary, "demo", "--cronjobs", str(a.cronjobs), "--replicas", str(a.replicas), "--duration",
-               a.duration, "--out", demo_out, "--metrics-port-base", str(base)]
+               a.duration, "--out", demo_out, "--metrics-port-base", str(base), "--shadow"]
         with steps.run(f"start the demo ({' '.join(cmd[1:])}) until its replicas serve /metrics"):
             demo = subprocess.Popen(cmd, stdout=open(demo_log, "w"), stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)

@@ -169,3 +169,36 @@ fn the_alert_rules_pass_promtool_checks_and_unit_tests() {
         );
     }
 }
+
+#[test]
+fn shadow_mode_renders_one_read_only_pod_with_no_write_verb() {
+    let docs = render_chart(&["charts/cronshard/ci/shadow-values.yaml"]);
+    parse_all(&docs);
+    let found = kinds(&docs);
+    for absent in ["Role", "RoleBinding", "FlowSchema", "PodDisruptionBudget", "PrometheusRule"] {
+        assert!(!found.contains(absent), "{absent} is for the controller, not shadow mode: {found:?}");
+    }
+    let role: ClusterRole = typed(docs.iter().find(|d| d["kind"] == "ClusterRole").expect("a ClusterRole"));
+    let rules = role.rules.unwrap_or_default();
+    assert!(!rules.is_empty());
+    for rule in &rules {
+        for verb in &rule.verbs {
+            assert!(["get", "list", "watch"].contains(&verb.as_str()), "write verb {verb} in {rule:?}");
+        }
+    }
+    let covered: BTreeSet<&str> = rules.iter().flat_map(|r| r.resources.iter().flatten().map(String::as_str)).collect();
+    assert_eq!(covered, BTreeSet::from(["cronjobs", "jobs"]));
+    let spec = deployment(&docs).spec;
+    assert_eq!(spec.replicas, Some(1), "one shadow process judges each run once");
+    let args = spec.template.spec.expect("pod").containers[0].args.clone().unwrap_or_default();
+    assert_eq!(args.first().map(String::as_str), Some("shadow"), "{args:?}");
+    for expected in ["--late-after=30s", "--shard=1/4", "--selector=team=payments"] {
+        assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
+    }
+    let out = std::process::Command::new(common::cronshard()).args(["shadow", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for arg in &args[1..] {
+        let flag = arg.split('=').next().unwrap_or_default();
+        assert!(help.contains(&format!("{flag} ")), "{flag} is not a flag of `cronshard shadow`");
+    }
+}

@@ -33,6 +33,10 @@ pub(crate) struct DemoArgs {
     /// Serve replica i's /metrics on 127.0.0.1:<BASE + i> (for a Prometheus to scrape); default: free ports.
     #[arg(long, value_name = "BASE")]
     metrics_port_base: Option<u16>,
+    /// Also run `cronshard shadow` (read-only) judging the replicas: its /metrics on
+    /// BASE + replicas, its report in shadow.json.
+    #[arg(long)]
+    shadow: bool,
 }
 
 pub(crate) fn run(args: DemoArgs) -> ExitCode {
@@ -63,6 +67,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     say(&format!("  watch it:  kubectl --kubeconfig {} get cronjobs,jobs -A", kubeconfig.display()));
     say(&format!("  logs:      {}", out.display()));
     let mut replicas = start_replicas(&args, &kubeconfig, &url, &out)?;
+    let shadow = if args.shadow { Some(start_shadow(&args, &kubeconfig, &url, &out)?) } else { None };
 
     let end = start.checked_add(jiff::SignedDuration::from_secs_f64(window)).unwrap_or(start);
     let mut due_times: Vec<i64> =
@@ -78,6 +83,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     if interrupted {
         say("\ninterrupted: stopping the replicas");
     }
+    replicas.extend(shadow);
     for child in &replicas {
         if let Some(pid) = child.id() {
             let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
@@ -85,6 +91,9 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     }
     for child in &mut replicas {
         let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+    }
+    if args.shadow {
+        say(&format!("shadow mode's report: {}", out.join("shadow.json").display()));
     }
     let report = report(&sim, &scenario, &seeds, start, args.replicas, &usage);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -160,6 +169,29 @@ fn start_replicas(
         replicas.push(child);
     }
     Ok(replicas)
+}
+
+/// `cronshard shadow` judging the replicas, as an operator would run it before switching.
+fn start_shadow(args: &DemoArgs, kubeconfig: &Path, url: &str, out: &Path) -> Result<tokio::process::Child, String> {
+    let exe = controller_binary()?;
+    let port = match args.metrics_port_base {
+        Some(base) => base
+            .checked_add(u16::try_from(args.replicas).map_err(|e| e.to_string())?)
+            .ok_or("--metrics-port-base leaves no room for shadow mode's port")?,
+        None => 0,
+    };
+    if port != 0 {
+        say(&format!("  shadow metrics: http://127.0.0.1:{port}/metrics"));
+    }
+    let log = std::fs::File::create(out.join("shadow.log")).map_err(|e| e.to_string())?;
+    tokio::process::Command::new(&exe)
+        .args(["shadow", "--kubeconfig", &kubeconfig.to_string_lossy(), "--metrics-addr", &format!("127.0.0.1:{port}")])
+        .args(["--out", &out.join("shadow.json").to_string_lossy(), "--testing-clock-from", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", exe.display()))
 }
 
 /// The run judged from the simulator's audit log, in the benchmark's report shape.
