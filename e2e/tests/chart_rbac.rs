@@ -3,7 +3,7 @@
 //! verb they grant is used; and with any single rule removed the same scenario gets a 403.
 //!
 //! The scenario exercises every path that needs a permission: label-selected lists and
-//! watches, labelling a new CronJob and an orphaned Job (patch), a run (Job create, status
+//! watches, the Namespace watch (spread defaults), labelling a new CronJob and an orphaned Job (patch), a run (Job create, status
 //! update), a status write that conflicts (409, then get), the AlreadyExists repair (Job get),
 //! history cleanup (Job delete), a repeated Warning (Event create, then patch of its series),
 //! a member Lease written by someone else (409 on renewal, then get), and SIGTERM (Lease

@@ -92,6 +92,8 @@ pub struct Context {
     pub server: String,
     /// CronJobs that cannot be labelled, for their buckets' workers.
     pub leftovers: crate::leftovers::Leftovers,
+    /// The Namespaces' `cronshard.io/spread` defaults.
+    pub namespace_spreads: crate::namespaces::NamespaceSpreads,
     /// Throttles for repeated log lines, by call site.
     logs: std::sync::Mutex<std::collections::HashMap<&'static str, cronshard_types::throttle::Throttle>>,
 }
@@ -129,6 +131,7 @@ impl Context {
             fence,
             server,
             leftovers: Default::default(),
+            namespace_spreads: Default::default(),
             logs: Default::default(),
         }))
     }

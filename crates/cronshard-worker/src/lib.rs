@@ -19,6 +19,7 @@ pub mod labeller;
 pub mod leftovers;
 pub mod limiter;
 pub mod metrics;
+pub mod namespaces;
 pub mod sync;
 
 use std::collections::{BTreeSet, HashMap};
@@ -87,14 +88,16 @@ impl BucketSet {
     }
 }
 
-/// Runs the labellers for the buckets in `owned` (as the coordinator publishes them), until
-/// `stop` turns true.
-pub async fn run_labellers(
+/// What a replica runs beside its buckets, until `stop` turns true: the labellers for the
+/// buckets in `owned` (as the coordinator publishes them), and the watch of the Namespaces'
+/// spread defaults (buckets are not ready before its first list).
+pub async fn run_replica_watches(
     ctx: Arc<Context>,
     owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let new = labeller::label_new_cronjobs(ctx.clone(), owned.clone(), stop.clone());
-    let old = labeller::label_orphan_jobs_periodically(ctx, owned, JOB_LABEL_PASS_EVERY, stop);
-    futures::join!(new, old);
+    let old = labeller::label_orphan_jobs_periodically(ctx.clone(), owned, JOB_LABEL_PASS_EVERY, stop.clone());
+    let namespaces = namespaces::run_namespace_watch(ctx, stop);
+    futures::join!(new, old, namespaces);
 }

@@ -88,3 +88,56 @@ async fn a_spread_run_starts_at_its_offset_and_a_bad_spread_changes_nothing() {
     let _ = stop.send(true);
     worker.await.expect("joins");
 }
+
+/// Sets (or with `None` removes) the spread default of Namespace `default`.
+fn namespace_spread(sim: &SimState, spread: Option<&str>) {
+    sim.store()
+        .update(Resource::Namespaces, "", "default", |o| {
+            let mut ns = o.value();
+            ns["metadata"]["annotations"] = match spread {
+                Some(s) => json!({"cronshard.io/spread": s}),
+                None => json!({}),
+            };
+            Ok(Some(ns))
+        })
+        .expect("the Namespace is updated");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_default_spreads_its_cronjobs_unless_their_own_annotation_says_otherwise() {
+    let sim = SimState::new(Config { runner: None, ..Config::default() });
+    namespace_spread(&sim, Some("30s"));
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let boundary = before_boundary(&sim, &clock, 3);
+    let created = sim.store().clock().now();
+    let mut opted_out = cronjob("opted-out", "uid-opted-out", created, json!({}));
+    opted_out["metadata"]["annotations"] = json!({"cronshard.io/spread": "0"});
+    load(&sim, &[cronjob("from-namespace", "uid-from-namespace", created, json!({})), opted_out]);
+    let offset = cronshard_types::spread::offset("default", "from-namespace", 30);
+    assert_eq!(offset, 3, "pinned");
+    let ctx = common::context(config, &clock);
+    let (stop, worker) = common::start(ctx.clone());
+
+    let minute = boundary.as_second() / 60;
+    let plain = format!("opted-out-{minute}");
+    wait_for(&plain, || get(&sim, Resource::Jobs, &plain).is_some()).await;
+    let annotations = &get(&sim, Resource::Jobs, &plain).expect("job")["metadata"]["annotations"];
+    assert!(annotations.get("cronshard.io/spread-offset").is_none(), "\"0\" on the CronJob wins: {annotations}");
+    let spread = format!("from-namespace-{minute}");
+    wait_for(&spread, || get(&sim, Resource::Jobs, &spread).is_some()).await;
+    let job = get(&sim, Resource::Jobs, &spread).expect("job");
+    assert_eq!(job["metadata"]["annotations"]["cronshard.io/spread-offset"], format!("{offset}s"));
+    let created_at: Timestamp = job["metadata"]["creationTimestamp"].as_str().expect("time").parse().expect("time");
+    assert!(created_at.as_second() >= boundary.as_second() + offset as i64, "created at {created_at}");
+
+    // The default goes: the next run starts at its scheduled time.
+    namespace_spread(&sim, None);
+    let next = before_boundary(&sim, &clock, 3);
+    let unspread = format!("from-namespace-{}", next.as_second() / 60);
+    wait_for(&unspread, || get(&sim, Resource::Jobs, &unspread).is_some()).await;
+    let job = get(&sim, Resource::Jobs, &unspread).expect("job");
+    assert!(job["metadata"]["annotations"].get("cronshard.io/spread-offset").is_none(), "{job}");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}

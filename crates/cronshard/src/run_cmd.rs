@@ -210,10 +210,11 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let http = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    // The labellers follow the owned set; the client rate follows this replica's share.
+    // The labellers follow the owned set (beside them, the Namespaces' spread defaults); the
+    // client rate follows this replica's share.
     let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
     tokio::spawn(replica::follow_ownership(ownership.clone(), owned_tx, ctx.clone(), buckets.get()));
-    let labellers = tokio::spawn(cronshard_worker::run_labellers(ctx.clone(), owned_rx, stop_rx.clone()));
+    let replica_watches = tokio::spawn(cronshard_worker::run_replica_watches(ctx.clone(), owned_rx, stop_rx.clone()));
     // No bucket write before the first renewal.
     ctx.fence.close();
     let workers = Workers(BucketSet::new(ctx.clone(), ready), ctx.fence.clone());
@@ -245,7 +246,7 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     // Buckets stop (in-flight syncs finish) and are released; the coordinator bounds the wait.
     let _ = tokio::time::timeout(Duration::from_secs(30), coordinator).await;
-    labellers.abort();
+    replica_watches.abort();
     http.abort();
     Ok(())
 }

@@ -97,6 +97,7 @@ pub async fn run(
         spreads: Spreads::default(),
     };
     let mut leftover_changes = ctx.leftovers.subscribe();
+    let mut namespace_spread_changes = ctx.namespace_spreads.subscribe();
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
     let mut counted_ready: Option<ReadyGuard> = None;
     loop {
@@ -118,6 +119,13 @@ pub async fn run(
             _ = tokio::time::sleep(sleep) => w.run_due().await,
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             _ = ctx.clock.changed() => {}
+            // A Namespace's spread default changed (or the first list came): every CronJob
+            // syncs with what it now implies.
+            changed = namespace_spread_changes.changed() => {
+                if changed.is_ok() {
+                    w.sync_all();
+                }
+            }
             changed = leftover_changes.changed() => {
                 if changed.is_ok() {
                     w.leftovers_due = Some(Instant::now());
@@ -193,8 +201,10 @@ impl Worker {
         }
     }
 
+    /// Both lists are in, and the Namespaces' spread defaults (a run must not start at its
+    /// scheduled time when its Namespace asks for a spread).
     fn ready(&self) -> bool {
-        self.cronjob_list.listed() && self.job_list.listed()
+        self.cronjob_list.listed() && self.job_list.listed() && self.ctx.namespace_spreads.listed()
     }
 
     fn count(&self) {
@@ -297,7 +307,9 @@ impl Worker {
         if let Some(status) = self.writes.unwritten(k) {
             due.state.status = status.clone();
         }
-        match self.spreads.offset(&due.cronjob, self.ctx.clock.now()) {
+        let namespace_default =
+            due.cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
+        match self.spreads.offset(&due.cronjob, namespace_default.as_deref(), self.ctx.clock.now()) {
             Ok(offset) => due.spread_offset = offset,
             Err(error) => {
                 let reason = ReasonLabels { reason: error.metric_label().into() };

@@ -1,5 +1,5 @@
-//! The spread each CronJob asks for (`cronshard.io/spread`), checked against its schedule once
-//! per schedule, time zone and spread, not once per sync.
+//! The spread each CronJob asks for (`cronshard.io/spread`, else its Namespace's default),
+//! checked against its schedule once per schedule, time zone and spread, not once per sync.
 
 use std::collections::HashMap;
 
@@ -19,16 +19,23 @@ pub(super) struct Spreads {
 
 impl Spreads {
     /// The offset in seconds of `cj`'s runs (`None`: no spread, or `"0"`), or why its spread is
-    /// ignored. A schedule that does not parse has no spread: its sync reports the schedule.
-    pub(super) fn offset(&mut self, cj: &CronJob, now: Timestamp) -> Result<Option<u64>, cronshard_types::Error> {
+    /// ignored. The CronJob's own annotation wins over `namespace_default` (so `"0"` turns a
+    /// default off). A schedule that does not parse has no spread: its sync reports the schedule.
+    pub(super) fn offset(
+        &mut self,
+        cj: &CronJob,
+        namespace_default: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<u64>, cronshard_types::Error> {
         let annotations = cj.metadata.annotations.as_ref();
-        let Some(text) = annotations.and_then(|a| a.get(SPREAD_ANNOTATION)) else { return Ok(None) };
+        let own = annotations.and_then(|a| a.get(SPREAD_ANNOTATION)).map(String::as_str);
+        let Some(text) = own.or(namespace_default) else { return Ok(None) };
         let schedule = cj.spec.schedule.clone();
         let zone = cj.spec.time_zone.clone();
         if self.checked.len() >= REMEMBERED {
             self.checked.clear();
         }
-        let key = (schedule, zone, text.clone());
+        let key = (schedule, zone, text.to_owned());
         let spread_s =
             self.checked.entry(key).or_insert_with_key(|(schedule, zone, text)| {
                 match CronJobSchedule::new(schedule, zone.as_deref()) {

@@ -102,8 +102,8 @@ pub async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// Runs every bucket of `ctx` (as a single replica that owns them all) and the labellers in
-/// the background; send `true` to stop.
+/// Runs every bucket of `ctx` (as a single replica that owns them all) and the replica's
+/// watches (labellers, Namespace spread defaults) in the background; send `true` to stop.
 pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let ready = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -113,7 +113,7 @@ pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::tas
             .map(|b| tokio::spawn(cronshard_worker::bucket::run(ctx.clone(), b, 0, stopped.clone(), ready.clone())))
             .collect();
         let (_all, owned) = tokio::sync::watch::channel((0..buckets).collect());
-        tasks.push(tokio::spawn(cronshard_worker::run_labellers(ctx, owned, stopped)));
+        tasks.push(tokio::spawn(cronshard_worker::run_replica_watches(ctx, owned, stopped)));
         for task in tasks {
             task.await.expect("worker task");
         }
