@@ -105,27 +105,7 @@ pub fn table(report: &Report) -> String {
         out,
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
-    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
-        let (s, x) = (&c.shadow, &c.audit);
-        let _ = writeln!(
-            out,
-            "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
-             p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
-            a.name,
-            s.created,
-            x.created,
-            s.missed,
-            x.missed,
-            s.duplicates,
-            x.duplicates,
-            s.skew_p50_s,
-            x.skew_p50_s,
-            s.skew_p99_s,
-            x.skew_p99_s,
-            c.reads,
-            c.writes
-        );
-    }
+    shadow_lines(report, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
         let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);
@@ -317,6 +297,31 @@ fn herd_row(
     let style = text_style(TEXT, BLACK, side, VPos::Bottom);
     chart.draw_series(std::iter::once(EmptyElement::at((bound, y + 3)) + Text::new(text, (0, -3), style)))?;
     Ok(())
+}
+
+/// With `--shadow`: a line per arm, shadow mode's counts beside the audit log's.
+fn shadow_lines(report: &Report, out: &mut String) {
+    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
+        let (s, x) = (&c.shadow, &c.audit);
+        let _ = writeln!(
+            out,
+            "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
+             p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
+            a.name,
+            s.created,
+            x.created,
+            s.missed,
+            x.missed,
+            s.duplicates,
+            x.duplicates,
+            s.skew_p50_s,
+            x.skew_p50_s,
+            s.skew_p99_s,
+            x.skew_p99_s,
+            c.reads,
+            c.writes
+        );
+    }
 }
 
 #[cfg(test)]
