@@ -3,6 +3,7 @@
 //! `cronshard-sim demo` and the end-to-end tests.
 
 pub mod analysis;
+pub mod kube_audit;
 pub mod report;
 pub mod scenario;
 pub mod shadow;

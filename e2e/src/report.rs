@@ -29,6 +29,26 @@ pub struct ArmReport {
     /// With `--shadow`: `cronshard shadow`'s verdicts beside the audit log's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow: Option<crate::shadow::ShadowCheck>,
+    /// With `--target kube`: the real control plane's bound and processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube: Option<KubeArm>,
+}
+
+/// CPU seconds and peak RSS of one process.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessUsage {
+    pub name: String,
+    pub cpu_s: f64,
+    pub peak_rss_mb: f64,
+}
+
+/// An arm on a real control plane: what a plain client achieved there, and what the control
+/// plane's own processes used (they share the machine with the controllers).
+#[derive(Clone, Debug, Serialize)]
+pub struct KubeArm {
+    /// Job creates per second by a plain client doing nothing else, on the same apiserver and etcd.
+    pub bound_creates_per_s: f64,
+    pub processes: Vec<ProcessUsage>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -106,6 +126,7 @@ pub fn table(report: &Report) -> String {
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
     shadow_lines(report, &mut out);
+    kube_lines(report, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
         let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);
@@ -324,6 +345,35 @@ fn shadow_lines(report: &Report, out: &mut String) {
     }
 }
 
+/// With `--target kube`: a line per arm, its herd against the measured bound and what the
+/// control plane's processes used.
+fn kube_lines(report: &Report, out: &mut String) {
+    for (a, k) in report.arms.iter().filter_map(|a| a.kube.as_ref().map(|k| (a, k))) {
+        let x = &a.analysis;
+        // Every run is due at one instant: the longest skew is the herd's drain time.
+        let bound_s = x.expected as f64 / k.bound_creates_per_s.max(1e-9);
+        let herd = if x.missed == 0 {
+            format!(
+                "the herd of {} drained in {:.1} s, {:.2}x the bound's {bound_s:.1} s",
+                x.expected,
+                x.skew_s.max,
+                x.skew_s.max / bound_s.max(1e-9)
+            )
+        } else {
+            format!("{} of the herd's {} runs did not come within the window", x.missed, x.expected)
+        };
+        let processes: Vec<String> =
+            k.processes.iter().map(|p| format!("{} {:.1} s CPU, {:.0} MB", p.name, p.cpu_s, p.peak_rss_mb)).collect();
+        let _ = writeln!(
+            out,
+            "{} on the real control plane: plain-client bound {:.0} Job creates/s; {herd}; {}",
+            a.name,
+            k.bound_creates_per_s,
+            processes.join(", ")
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +407,7 @@ mod tests {
             cpu_s: vec![1.0],
             peak_rss_mb: vec![50.0],
             shadow: None,
+            kube: None,
         }
     }
 

@@ -31,6 +31,10 @@ pub struct Options {
     pub controllers: Option<String>,
     /// Extra kube-apiserver flags, such as `--watch-cache=false`.
     pub apiserver_args: Vec<String>,
+    /// kube-apiserver's audit policy file; the log goes to `audit.log` in [`Testbed::dir`].
+    pub audit_policy: Option<PathBuf>,
+    /// Extra kube-controller-manager flags (`KUBE_TESTBED_KCM_FLAGS`).
+    pub controller_manager_flags: Option<String>,
 }
 
 /// A running control plane; stopped when dropped, or when the test process exits (a reaper
@@ -53,9 +57,10 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kube-testbed")
 }
 
-fn run_script(step: &'static str, args: &[&str]) -> Result<String, StartError> {
+fn run_script(step: &'static str, args: &[&str], env: &[(&str, &str)]) -> Result<String, StartError> {
     let out = Command::new(script())
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .map_err(|e| StartError { step, message: format!("cannot run {}: {e}", script().display()) })?;
@@ -69,7 +74,7 @@ fn run_script(step: &'static str, args: &[&str]) -> Result<String, StartError> {
 impl Testbed {
     /// Builds (or reuses) the binaries and starts a control plane in a fresh temporary dir.
     pub fn start(options: &Options) -> Result<Testbed, StartError> {
-        run_script("build", &["build"])?;
+        run_script("build", &["build"], &[])?;
         let dir = std::env::temp_dir().join(format!("cronshard-testbed-{}-{}", std::process::id(), rand_suffix()));
         let dir_arg =
             dir.to_str().ok_or(StartError { step: "up", message: "temp dir is not UTF-8".into() })?.to_owned();
@@ -83,6 +88,10 @@ impl Testbed {
         for arg in &options.apiserver_args {
             args.extend(["--apiserver-arg", arg]);
         }
+        let policy = options.audit_policy.as_ref().map(|p| p.to_string_lossy().into_owned());
+        if let Some(policy) = &policy {
+            args.extend(["--audit-policy", policy]);
+        }
         // The reaper first, so that even a failed `up` is torn down.
         let mut reaper = Command::new("sh")
             .args(["-c", "cat >/dev/null; \"$0\" down --dir \"$1\"; [ -n \"$2\" ] || rm -rf \"$1\""])
@@ -95,7 +104,9 @@ impl Testbed {
             .map_err(|e| StartError { step: "up", message: format!("cannot start the reaper: {e}") })?;
         let stdin = reaper.stdin.take().ok_or(StartError { step: "up", message: "reaper has no stdin".into() })?;
         let testbed = Testbed { dir, reaper: Mutex::new(Some((reaper, stdin))) };
-        run_script("up", &args)?;
+        let env: Vec<(&str, &str)> =
+            options.controller_manager_flags.as_deref().map(|f| ("KUBE_TESTBED_KCM_FLAGS", f)).into_iter().collect();
+        run_script("up", &args, &env)?;
         Ok(testbed)
     }
 
@@ -132,6 +143,11 @@ impl Testbed {
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
         namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
         name
+    }
+
+    /// The process id of `etcd`, `kube-apiserver` or `kube-controller-manager`, if it runs.
+    pub fn pid(&self, process: &str) -> Option<u32> {
+        std::fs::read_to_string(self.dir.join(format!("{process}.pid"))).ok()?.trim().parse().ok()
     }
 
     /// Lines of one process's log (`etcd`, `kube-apiserver`, `kube-controller-manager`).

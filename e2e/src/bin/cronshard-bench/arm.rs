@@ -89,6 +89,7 @@ pub(crate) async fn run_arm(
         cpu_s: totals.iter().map(|t| round(t.0)).collect(),
         peak_rss_mb: totals.iter().map(|t| round(t.1)).collect(),
         shadow,
+        kube: None,
     })
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod arm;
+mod kube;
 mod procs;
 mod shadow;
 
@@ -25,7 +26,8 @@ struct Args {
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
-    /// adaptive client rate), v1, v2, v2-tuned.
+    /// adaptive client rate), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
+    /// (kube-controller-manager; --target kube only).
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
     #[arg(long)]
@@ -39,6 +41,11 @@ struct Args {
     /// The simulator's admitted write rate instead of the scenario's.
     #[arg(long)]
     admitted_writes_per_s: Option<f64>,
+    /// Where to run: `sim` (a fresh cronshard-sim per arm) or `kube` (a fresh real control
+    /// plane per arm from scripts/kube-testbed, with kube-apiserver's audit log; every CronJob
+    /// fires at one chosen minute, since a real server's clock cannot be moved).
+    #[arg(long, value_enum, default_value_t = Target::Sim)]
+    target: Target,
     /// Also run `cronshard shadow` (read-only, user `shadow`) beside each arm, and compare its
     /// verdicts with the audit log's.
     #[arg(long)]
@@ -49,6 +56,12 @@ struct Args {
 }
 
 const MAX_PROCESSES: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Target {
+    Sim,
+    Kube,
+}
 
 fn main() -> ExitCode {
     cronshard_e2e::main_with(run(Args::parse()))
@@ -76,15 +89,16 @@ async fn run(args: Args) -> Result<(), String> {
             ));
         }
     }
-    for arm in &args.arms {
-        arm_processes(arm)
-            .ok_or_else(|| format!("unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, v1, v2 or v2-tuned"))?;
-    }
+    check_arms(&args, &scenario)?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut arms = Vec::new();
     for arm in &args.arms {
         tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
-        arms.push(run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?);
+        let report = match args.target {
+            Target::Sim => run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?,
+            Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out).await?,
+        };
+        arms.push(report);
     }
     let report = Report {
         scenario: scenario.name.clone(),
@@ -106,6 +120,42 @@ async fn run(args: Args) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", table(&report));
     let _ = writeln!(out, "report: {}", args.out.join("report.json").display());
+    Ok(())
+}
+
+/// Every arm exists and suits the target; `--target kube` runs herd-like scenarios only.
+fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
+    for arm in &args.arms {
+        arm_processes(arm).ok_or_else(|| {
+            format!(
+                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, v1, v2, v2-tuned, upstream or upstream-tuned"
+            )
+        })?;
+        let upstream = kube::upstream_flags(arm).is_some();
+        let baseline = matches!(arm.as_str(), "v1" | "v2" | "v2-tuned");
+        match args.target {
+            Target::Sim if upstream => {
+                return Err(format!("arm {arm} (kube-controller-manager) runs with --target kube only"));
+            }
+            Target::Kube if baseline => {
+                return Err(format!(
+                    "arm {arm} is a re-implementation for the simulator; on --target kube use upstream"
+                ));
+            }
+            _ => {}
+        }
+    }
+    if args.target == Target::Kube {
+        if args.shadow {
+            return Err("--shadow runs with --target sim only".into());
+        }
+        if !scenario.faults.is_empty() || scenario.later.is_some() || scenario.downtime_s > 0.0 {
+            return Err(format!(
+                "scenario {}: --target kube runs herds only (no faults, no CronJobs created later, no downtime)",
+                scenario.name
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -135,6 +185,14 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
             "re-implementation of the in-tree v2 controller, 50 workers, cronshard's client budget",
             baseline("v2", &["--workers", "50", "--qps", "1000", "--burst", "1000"]),
         )),
+        "upstream" => Some((
+            1,
+            "kube-controller-manager's cronjob-controller, upstream defaults (20 QPS, burst 30, 5 syncs)",
+            Vec::new(),
+        )),
+        "upstream-tuned" => {
+            Some((1, "kube-controller-manager's cronjob-controller, 1000 QPS, burst 1000, 50 syncs", Vec::new()))
+        }
         _ => {
             let replicas = arm.strip_prefix("cronshard-")?;
             let (replicas, kind, extra) = match replicas.strip_suffix("-fixed") {

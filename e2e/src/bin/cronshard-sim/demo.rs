@@ -228,6 +228,7 @@ fn report(
             cpu_s: usage.iter().map(|u| round(u.0)).collect(),
             peak_rss_mb: usage.iter().map(|u| round(u.1)).collect(),
             shadow: None,
+            kube: None,
         }],
     }
 }

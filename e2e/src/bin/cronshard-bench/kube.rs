@@ -1,0 +1,290 @@
+//! One arm on a real control plane (`--target kube`): a fresh `scripts/kube-testbed` (etcd and
+//! kube-apiserver, with kube-controller-manager for the upstream arms) with an audit log, the
+//! scenario's CronJobs created through the API to fire at one chosen minute (a real server's
+//! clock cannot be moved), the arm's controllers, then the audit log analysed, and the
+//! plain-client bound measured on the same apiserver and etcd.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cronshard_e2e::analysis::analyze;
+use cronshard_e2e::kube_audit;
+use cronshard_e2e::report::{ArmReport, KubeArm, ProcessUsage};
+use cronshard_e2e::scenario::{CronJobSeed, Scenario};
+use cronshard_e2e::testbed::{Options, Testbed};
+use cronshard_e2e::usage;
+use cronshard_types::Timestamp;
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::json;
+
+use crate::procs::{Proc, sigterm, spawn};
+
+/// Requests in flight while loading CronJobs and while measuring the bound.
+const IN_FLIGHT: usize = 64;
+/// Jobs the plain client creates to measure the bound: as many as the herd, within these
+/// limits (fewer would measure the first second's latency more than the rate).
+const BOUND_JOBS: (usize, usize) = (2_000, 10_000);
+/// The namespace of the bound's Jobs (left out of the analysis).
+const BOUND_NAMESPACE: &str = "bench-bound";
+/// The least time between the last CronJob loaded and the herd's minute.
+const MIN_LEAD_S: i64 = 15;
+
+/// kube-controller-manager's flags for the upstream arms beyond the testbed's (which are
+/// upstream's client defaults, 20 QPS and burst 30, with leader election off).
+pub(crate) fn upstream_flags(arm: &str) -> Option<Option<&'static str>> {
+    match arm {
+        "upstream" => Some(None),
+        "upstream-tuned" => Some(Some("--kube-api-qps 1000 --kube-api-burst 1000 --concurrent-cron-job-syncs 50")),
+        _ => None,
+    }
+}
+
+pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> Result<ArmReport, String> {
+    let (count, kind, extra) = crate::arm_processes(arm).ok_or("arm")?;
+    let dir = out.join(arm);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let testbed = start_testbed(&dir, arm).await?;
+    let client = cronshard_e2e::testbed::client_from(&testbed.admin_kubeconfig()).await;
+
+    let (seeds, herd_at) = herd_seeds(scenario);
+    create_namespaces(&client, &seeds).await?;
+    load(&client, &seeds).await?;
+    let lead = herd_at.as_second() - Timestamp::now().as_second();
+    if lead < MIN_LEAD_S {
+        return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
+    }
+    let from = Timestamp::now();
+    let mut controllers = Vec::new();
+    if upstream_flags(arm).is_none() {
+        for i in 0..count {
+            controllers.push(start_replica(bin_dir, &dir, &testbed, i, &extra).await?);
+        }
+    }
+    let end = herd_at
+        .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.lead_s))
+        .map_err(|e| e.to_string())?;
+    let mut control_plane = ControlPlane::new(&testbed);
+    while Timestamp::now() < end {
+        controllers.iter_mut().for_each(Proc::sample);
+        control_plane.sample();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    for p in &mut controllers {
+        p.sample();
+        sigterm(&p.child);
+    }
+    for p in &mut controllers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), p.child.wait()).await;
+    }
+    control_plane.sample();
+    let bound = measure_bound(&client, seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1)).await?;
+    let records = read_audit(&testbed, bound.0).await?;
+    let to = end.checked_sub(jiff::SignedDuration::from_secs_f64(scenario.grace_s)).map_err(|e| e.to_string())?;
+    let analysis = analyze(&seeds, &records, from, to, false, bound.1);
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    let (cpu_s, peak_rss_mb) = match upstream_flags(arm) {
+        Some(_) => {
+            let kcm = control_plane.usage("kube-controller-manager");
+            (vec![round(kcm.cpu_s)], vec![round(kcm.peak_rss_mb)])
+        }
+        None => (
+            controllers.iter().map(|p| round(p.cpu_s)).collect(),
+            controllers.iter().map(|p| round(p.peak_rss_mb)).collect(),
+        ),
+    };
+    Ok(ArmReport {
+        name: arm.to_owned(),
+        replicas: count,
+        kind: kind.to_owned(),
+        analysis,
+        cpu_s,
+        peak_rss_mb,
+        shadow: None,
+        kube: Some(KubeArm { bound_creates_per_s: round(bound.1), processes: control_plane.report() }),
+    })
+}
+
+/// A fresh control plane with an audit log; kube-controller-manager runs the CronJob
+/// controller (and the garbage collector, as in a cluster) for the upstream arms only.
+async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
+    let policy = dir.join("audit-policy.yaml");
+    std::fs::write(&policy, kube_audit::POLICY).map_err(|e| e.to_string())?;
+    let upstream = upstream_flags(arm);
+    let options = Options {
+        audit_policy: Some(policy),
+        // Batches are flushed every second, so the log is complete soon after the run.
+        apiserver_args: vec!["--audit-log-batch-max-wait=1s".into()],
+        controllers: upstream.map(|_| "cronjob-controller,garbage-collector-controller".to_owned()),
+        controller_manager_flags: upstream.flatten().map(str::to_owned),
+        ..Options::default()
+    };
+    tokio::task::spawn_blocking(move || Testbed::start(&options))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+}
+
+/// The scenario's CronJobs, each firing daily at one minute (UTC) far enough ahead to load
+/// them all first: a real server's clock cannot be moved to an hour boundary.
+fn herd_seeds(scenario: &Scenario) -> (Vec<CronJobSeed>, Timestamp) {
+    let now = Timestamp::now();
+    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
+    let ahead = 60 + scenario.cronjobs as i64 / 200;
+    let herd_at = Timestamp::from_second((now.as_second() + ahead) / 60 * 60 + 60).unwrap_or(now);
+    // In UTC, the CronJobs' zone: minutes and hours of the day straight from unix seconds.
+    let (minute, hour) = (herd_at.as_second() / 60 % 60, herd_at.as_second() / 3600 % 24);
+    let schedule = format!("{minute} {hour} * * *");
+    let seeds = scenario
+        .cronjobs(now)
+        .into_iter()
+        .map(|s| CronJobSeed { schedule: schedule.clone(), time_zone: None, spread: None, ..s })
+        .collect();
+    (seeds, herd_at)
+}
+
+async fn create_namespaces(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String> {
+    let mut names: Vec<&str> = seeds.iter().map(|s| s.namespace.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.push(BOUND_NAMESPACE);
+    let api: Api<Namespace> = Api::all(client.clone());
+    for name in names {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).map_err(|e| e.to_string())?;
+        api.create(&PostParams::default(), &ns).await.map_err(|e| format!("namespace {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Creates every CronJob through the API, `IN_FLIGHT` at a time.
+async fn load(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String> {
+    let buckets = std::num::NonZeroU32::new(64).ok_or("buckets")?;
+    let started = Instant::now();
+    let results: Vec<Result<(), String>> = futures::stream::iter(seeds)
+        .map(|seed| {
+            let api: Api<CronJob> = Api::namespaced(client.clone(), &seed.namespace);
+            async move {
+                let mut object = seed.object(buckets);
+                object["metadata"].as_object_mut().map(|m| m.remove("creationTimestamp"));
+                let cj: CronJob = serde_json::from_value(object).map_err(|e| e.to_string())?;
+                api.create(&PostParams::default(), &cj).await.map(|_| ()).map_err(|e| format!("{}: {e}", seed.name))
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    tracing::info!(cronjobs = seeds.len(), seconds = started.elapsed().as_secs_f64(), "CronJobs created");
+    Ok(())
+}
+
+/// `cronshard run` replica `i` with the admin's kubeconfig (the benchmark measures speed; the
+/// chart's RBAC is proven elsewhere).
+async fn start_replica(
+    bin_dir: &Path,
+    dir: &Path,
+    testbed: &Testbed,
+    i: usize,
+    extra: &[String],
+) -> Result<Proc, String> {
+    let mut args: Vec<String> =
+        ["run", "--kubeconfig", &testbed.admin_kubeconfig().to_string_lossy()].into_iter().map(str::to_owned).collect();
+    args.extend(["--identity".into(), format!("bench-{i}"), "--metrics-addr".into(), "127.0.0.1:0".into()]);
+    args.extend(extra.iter().cloned());
+    let (child, _) = spawn(&bin_dir.join("cronshard"), &args, &dir.join(format!("bench-{i}.log"))).await?;
+    Ok(Proc::new(child))
+}
+
+/// What a plain client that does nothing else achieves: `jobs` minimal Jobs created by
+/// `IN_FLIGHT` concurrent POSTs. Returns (Jobs created, creates per second).
+async fn measure_bound(client: &kube::Client, jobs: usize) -> Result<(usize, f64), String> {
+    let api: Api<Job> = Api::namespaced(client.clone(), BOUND_NAMESPACE);
+    let started = Instant::now();
+    let created = futures::stream::iter(0..jobs)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                // "x" before the number: the analysis must not read it as a run's minute.
+                let job: Job = serde_json::from_value(json!({"metadata": {"name": format!("bound-x{i}")},
+                    "spec": {"template": {"spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox"}]}}}}))
+                .ok()?;
+                api.create(&PostParams::default(), &job).await.ok()
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .filter(|j| futures::future::ready(j.is_some()))
+        .count()
+        .await;
+    let rate = created as f64 / started.elapsed().as_secs_f64().max(1e-3);
+    tracing::info!(created, rate, "plain-client bound measured");
+    Ok((created, rate))
+}
+
+/// The audit log's requests, once the bound's last create is in it (batches are flushed
+/// every second), without the bound's own Jobs.
+async fn read_audit(testbed: &Testbed, bound_jobs: usize) -> Result<Vec<serde_json::Value>, String> {
+    let path = testbed.dir().join("audit.log");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let records = kube_audit::records(&text);
+        let is_bound = |r: &serde_json::Value| r["namespace"] == BOUND_NAMESPACE;
+        let bound_creates = records.iter().filter(|r| is_bound(r) && r["verb"] == "create" && r["code"] == 201).count();
+        if bound_creates >= bound_jobs || Instant::now() > deadline {
+            return Ok(records.into_iter().filter(|r| !is_bound(r)).collect());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// CPU seconds and peak RSS of the control plane's processes, sampled as the run goes.
+struct ControlPlane {
+    processes: Vec<(&'static str, u32, ProcessUsage)>,
+}
+
+impl ControlPlane {
+    fn new(testbed: &Testbed) -> Self {
+        let processes = ["etcd", "kube-apiserver", "kube-controller-manager"]
+            .into_iter()
+            .filter_map(|name| {
+                let usage = ProcessUsage { name: name.to_owned(), cpu_s: 0.0, peak_rss_mb: 0.0 };
+                testbed.pid(name).map(|pid| (name, pid, usage))
+            })
+            .collect();
+        ControlPlane { processes }
+    }
+
+    fn sample(&mut self) {
+        for (_, pid, u) in &mut self.processes {
+            let (cpu, rss) = usage(*pid);
+            if cpu > 0.0 {
+                u.cpu_s = cpu;
+            }
+            u.peak_rss_mb = u.peak_rss_mb.max(rss);
+        }
+    }
+
+    fn usage(&self, name: &str) -> ProcessUsage {
+        self.processes.iter().find(|(n, _, _)| *n == name).map(|(_, _, u)| u.clone()).unwrap_or(ProcessUsage {
+            name: name.to_owned(),
+            cpu_s: 0.0,
+            peak_rss_mb: 0.0,
+        })
+    }
+
+    fn report(&self) -> Vec<ProcessUsage> {
+        let round = |v: f64| (v * 100.0).round() / 100.0;
+        self.processes
+            .iter()
+            .map(|(_, _, u)| ProcessUsage {
+                name: u.name.clone(),
+                cpu_s: round(u.cpu_s),
+                peak_rss_mb: round(u.peak_rss_mb),
+            })
+            .collect()
+    }
+}
