@@ -187,7 +187,7 @@ fn shadow_mode_renders_one_read_only_pod_with_no_write_verb() {
         }
     }
     let covered: BTreeSet<&str> = rules.iter().flat_map(|r| r.resources.iter().flatten().map(String::as_str)).collect();
-    assert_eq!(covered, BTreeSet::from(["cronjobs", "jobs"]));
+    assert_eq!(covered, BTreeSet::from(["cronjobs", "jobs", "namespaces"]));
     let spec = deployment(&docs).spec;
     assert_eq!(spec.replicas, Some(1), "one shadow process judges each run once");
     let args = spec.template.spec.expect("pod").containers[0].args.clone().unwrap_or_default();

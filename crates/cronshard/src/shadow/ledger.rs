@@ -80,7 +80,9 @@ pub struct CronJobView {
     pub suspend: bool,
     pub forbid: bool,
     pub starting_deadline_s: Option<i64>,
-    /// `cronshard.io/spread`'s offset: the run at T is due at T + offset.
+    /// The CronJob's own `cronshard.io/spread`, which wins over its Namespace's default.
+    pub own_spread: Option<String>,
+    /// The spread's offset (its own, else its Namespace's): the run at T is due at T + offset.
     pub spread_offset_s: u64,
     /// `status.lastScheduleTime`: where `@every` schedules count from.
     pub last_schedule_time: Option<Timestamp>,
@@ -205,6 +207,14 @@ impl Ledger {
         }
         let orphans = self.orphans.remove(&uid).unwrap_or_default();
         orphans.into_iter().flat_map(|job| self.apply_job(job, now)).collect()
+    }
+
+    /// The spread default of `namespace` is now `spread`: its CronJobs without a spread of
+    /// their own take it for their next runs.
+    pub fn apply_namespace_spread(&mut self, namespace: &str, spread: Option<&str>, now: Timestamp) {
+        for t in self.cronjobs.values_mut().filter(|t| t.view.namespace == namespace && t.view.own_spread.is_none()) {
+            t.view.spread_offset_s = super::spread_offset(&t.view, spread, now);
+        }
     }
 
     pub fn delete_cronjob(&mut self, uid: &str) {

@@ -24,6 +24,7 @@ fn cronjob(name: &str, schedule: &str) -> CronJobView {
         suspend: false,
         forbid: false,
         starting_deadline_s: None,
+        own_spread: None,
         spread_offset_s: 0,
         last_schedule_time: None,
     }
@@ -216,4 +217,19 @@ fn a_herd_drains_when_its_last_run_has_its_job() {
     assert_eq!(report.herds[0].drain_s, Some(4.25));
     assert_eq!((report.totals["created"], report.totals["pending"]), (3, 0));
     assert!((report.skew_s.p50 - 2.0).abs() < 0.01 && (report.skew_s.max - 4.25).abs() < 0.01, "{:?}", report.skew_s);
+}
+
+#[test]
+fn a_namespace_default_moves_the_next_runs_of_cronjobs_without_a_spread_of_their_own() {
+    let plain = cronjob("plain", "0 * * * *");
+    let mut own = cronjob("own", "0 * * * *");
+    own.own_spread = Some("0".into());
+    let mut l = ledger_with(&[&plain, &own]);
+    l.apply_namespace_spread("n", Some("30m"), at(-1.0));
+    let offset = cronshard_types::spread::offset("n", "plain", 1800) as f64;
+    assert!(offset > 0.0, "pinned offset of n/plain in 30 min");
+    let j = l.apply_job(job(&plain, 0.0, offset + 1.0), at(offset + 1.0));
+    assert_eq!(j, vec![Judged { verdict: Verdict::OnTime, skew_s: Some(1.0) }], "due at T + offset");
+    let j = l.apply_job(job(&own, 0.0, 12.0), at(12.0));
+    assert_eq!(j, vec![Judged { verdict: Verdict::Late, skew_s: Some(12.0) }], "its own \"0\" wins");
 }

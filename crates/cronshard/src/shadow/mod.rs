@@ -55,29 +55,35 @@ impl Shard {
     }
 }
 
-/// What shadow mode reads of a CronJob; `None` without name, uid or creation time.
-pub fn cronjob_view(cj: &CronJob, now: Timestamp) -> Option<CronJobView> {
+/// What shadow mode reads of a CronJob, with its Namespace's spread default; `None` without
+/// name, uid or creation time.
+pub fn cronjob_view(cj: &CronJob, namespace_spread: Option<&str>, now: Timestamp) -> Option<CronJobView> {
     let meta = &cj.metadata;
-    let schedule = CronJobSchedule::new(&cj.spec.schedule, cj.spec.time_zone.as_deref()).ok();
-    let namespace = meta.namespace.clone().unwrap_or_default();
-    let name = meta.name.clone()?;
-    // An ignored spread (too long, on `@every`, unparsable) moves nothing, as in the controller.
-    let spread_s = match (&schedule, meta.annotations.as_ref().and_then(|a| a.get(SPREAD_ANNOTATION))) {
-        (Some(s), Some(text)) => cronshard_types::spread::seconds_for(s, text, now).unwrap_or(0),
-        _ => 0,
-    };
-    Some(CronJobView {
-        spread_offset_s: cronshard_types::spread::offset(&namespace, &name, spread_s),
-        namespace,
-        name,
+    let mut view = CronJobView {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone()?,
         uid: meta.uid.clone()?,
         creation: from_k8s(meta.creation_timestamp.as_ref()?),
-        schedule,
+        schedule: CronJobSchedule::new(&cj.spec.schedule, cj.spec.time_zone.as_deref()).ok(),
         suspend: cj.spec.suspend.unwrap_or(false),
         forbid: cj.spec.concurrency_policy.as_deref() == Some("Forbid"),
         starting_deadline_s: cj.spec.starting_deadline_seconds,
+        own_spread: meta.annotations.as_ref().and_then(|a| a.get(SPREAD_ANNOTATION)).cloned(),
+        spread_offset_s: 0,
         last_schedule_time: cj.status.as_ref().and_then(|s| s.last_schedule_time.as_ref()).map(from_k8s),
-    })
+    };
+    view.spread_offset_s = spread_offset(&view, namespace_spread, now);
+    Some(view)
+}
+
+/// The offset of `view`'s runs: its own spread, else `namespace_spread`. A spread the
+/// controller ignores (too long, on `@every`, unparsable) moves nothing here either.
+pub(crate) fn spread_offset(view: &CronJobView, namespace_spread: Option<&str>, now: Timestamp) -> u64 {
+    let (Some(schedule), Some(text)) = (&view.schedule, view.own_spread.as_deref().or(namespace_spread)) else {
+        return 0;
+    };
+    let spread_s = cronshard_types::spread::seconds_for(schedule, text, now).unwrap_or(0);
+    cronshard_types::spread::offset(&view.namespace, &view.name, spread_s)
 }
 
 /// What shadow mode reads of a Job a CronJob owns (`None` for any other Job), seen at `observed`.

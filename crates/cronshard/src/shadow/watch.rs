@@ -1,7 +1,8 @@
-//! Shadow mode's loop: two read-only watches (CronJobs, Jobs) feed the ledger, a tick each
-//! second settles runs past their deadline, and the report is written every minute and at exit.
+//! Shadow mode's loop: three read-only watches (CronJobs, Jobs, and Namespaces for their
+//! spread defaults) feed the ledger, a tick each second settles runs past their deadline, and
+//! the report is written every minute and at exit.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,7 @@ use cronshard_worker::Clock;
 use cronshard_worker::decoded::{Decoded, decodable};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 
@@ -18,6 +20,7 @@ use super::ledger::{Judged, Ledger, Settings};
 use super::metrics::ShadowMetrics;
 use super::tally::Report;
 use super::{Shard, cronjob_view, job_view};
+use cronshard_types::spread::SPREAD_ANNOTATION;
 
 /// How shadow mode runs.
 #[derive(Clone, Debug)]
@@ -48,15 +51,18 @@ pub async fn run(
         config = config.labels(selector);
     }
     let mut cronjobs = watcher(Api::<Decoded<CronJob>>::all(client.clone()), config).default_backoff().boxed();
-    let mut jobs =
-        watcher(Api::<Decoded<Job>>::all(client), watcher::Config::default().page_size(500)).default_backoff().boxed();
+    let jobs_config = watcher::Config::default().page_size(500);
+    let mut jobs = watcher(Api::<Decoded<Job>>::all(client.clone()), jobs_config).default_backoff().boxed();
+    let mut namespaces = watcher(Api::<Namespace>::all(client), watcher::Config::default()).default_backoff().boxed();
     let mut state = State {
         ledger: Ledger::new(options.settings.clone()),
         options,
         metrics,
         clock,
         listing: HashSet::new(),
-        lists_in: (false, false),
+        namespace_spreads: HashMap::new(),
+        namespaces_listing: HashMap::new(),
+        lists_in: (false, false, false),
         jobs_seen_exported: 0,
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -67,6 +73,7 @@ pub async fn run(
             () = &mut stop => break,
             Some(event) = cronjobs.next() => state.on_cronjob(event),
             Some(event) = jobs.next() => state.on_job(event),
+            Some(event) = namespaces.next() => state.on_namespace(event),
             _ = tick.tick() => {
                 let now = state.clock.now();
                 let judged = state.ledger.tick(now);
@@ -79,7 +86,7 @@ pub async fn run(
                 state.write_report()?;
             }
         }
-        listed.store(state.lists_in == (true, true), Ordering::Relaxed);
+        listed.store(state.listed(), Ordering::Relaxed);
         state.export_jobs_seen();
     }
     state.write_report()
@@ -92,8 +99,12 @@ struct State {
     clock: Clock,
     /// CronJob uids of a list in progress.
     listing: HashSet<String>,
-    /// (CronJobs, Jobs) listed at least once.
-    lists_in: (bool, bool),
+    /// Namespace -> its `cronshard.io/spread` default.
+    namespace_spreads: HashMap<String, String>,
+    /// The defaults of a Namespace list in progress.
+    namespaces_listing: HashMap<String, String>,
+    /// (CronJobs, Jobs, Namespaces) listed at least once.
+    lists_in: (bool, bool, bool),
     /// The ledger's count of Jobs seen, as far as the metric has it.
     jobs_seen_exported: u64,
 }
@@ -137,7 +148,8 @@ impl State {
 
     /// Follows `cj` if it is in this shard; returns its uid if so.
     fn apply_cronjob(&mut self, cj: &CronJob, now: cronshard_types::Timestamp) -> Option<String> {
-        let view = cronjob_view(cj, now)?;
+        let namespace = cj.metadata.namespace.as_deref().unwrap_or_default();
+        let view = cronjob_view(cj, self.namespace_spreads.get(namespace).map(String::as_str), now)?;
         if self.options.shard.is_some_and(|s| !s.holds(&view.namespace, &view.name)) {
             return None;
         }
@@ -176,6 +188,55 @@ impl State {
         }
     }
 
+    fn on_namespace(&mut self, event: Result<watcher::Event<Namespace>, watcher::Error>) {
+        let spread_of = |ns: &Namespace| {
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            (name, ns.metadata.annotations.as_ref().and_then(|a| a.get(SPREAD_ANNOTATION)).cloned())
+        };
+        match event {
+            Ok(watcher::Event::Init) => self.namespaces_listing.clear(),
+            Ok(watcher::Event::InitApply(ns)) => {
+                if let (name, Some(spread)) = spread_of(&ns) {
+                    self.namespaces_listing.insert(name, spread);
+                }
+            }
+            Ok(watcher::Event::InitDone) => {
+                let listed = std::mem::take(&mut self.namespaces_listing);
+                let gone: Vec<String> =
+                    self.namespace_spreads.keys().filter(|n| !listed.contains_key(*n)).cloned().collect();
+                for name in gone {
+                    self.set_namespace_spread(name, None);
+                }
+                for (name, spread) in listed {
+                    self.set_namespace_spread(name, Some(spread));
+                }
+                self.lists_in.2 = true;
+            }
+            Ok(watcher::Event::Apply(ns)) => {
+                let (name, spread) = spread_of(&ns);
+                self.set_namespace_spread(name, spread);
+            }
+            Ok(watcher::Event::Delete(ns)) => self.set_namespace_spread(spread_of(&ns).0, None),
+            Err(e) => tracing::warn!(error = %e, "Namespace watch failed; listing again"),
+        }
+    }
+
+    /// A Namespace's spread default, passed on to the ledger when it changed.
+    fn set_namespace_spread(&mut self, name: String, spread: Option<String>) {
+        if self.namespace_spreads.get(&name) == spread.as_ref() {
+            return;
+        }
+        self.ledger.apply_namespace_spread(&name, spread.as_deref(), self.clock.now());
+        match spread {
+            Some(s) => self.namespace_spreads.insert(name, s),
+            None => self.namespace_spreads.remove(&name),
+        };
+    }
+
+    fn listed(&self) -> bool {
+        self.lists_in == (true, true, true)
+    }
+
     fn export_jobs_seen(&mut self) {
         let seen = self.ledger.jobs_seen();
         self.metrics.jobs_seen.inc_by(seen - self.jobs_seen_exported);
@@ -189,7 +250,7 @@ impl State {
     /// With `until`: the lists are in, its time has passed and every run up to it is judged.
     fn done(&self, now: cronshard_types::Timestamp) -> bool {
         let Some(until) = self.options.settings.until else { return false };
-        self.lists_in == (true, true) && now > until && self.ledger.pending() == 0
+        self.listed() && now > until && self.ledger.pending() == 0
     }
 
     fn write_report(&self) -> crate::Result<Report> {

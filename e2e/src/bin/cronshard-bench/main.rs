@@ -26,7 +26,7 @@ struct Args {
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
-    /// adaptive client rate), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
+    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
     /// (kube-controller-manager; --target kube only).
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
@@ -128,7 +128,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
             format!(
-                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, v1, v2, v2-tuned, upstream or upstream-tuned"
+                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
             )
         })?;
         let upstream = kube::upstream_flags(arm).is_some();
@@ -195,9 +195,13 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
         }
         _ => {
             let replicas = arm.strip_prefix("cronshard-")?;
-            let (replicas, kind, extra) = match replicas.strip_suffix("-fixed") {
-                Some(r) => (r, "cronshard with a fixed client rate", vec!["--fixed-rate".to_owned()]),
-                None => (replicas, "cronshard at its defaults", Vec::new()),
+            let (replicas, kind, extra) = if let Some(r) = replicas.strip_suffix("-fixed") {
+                (r, "cronshard with a fixed client rate", vec!["--fixed-rate".to_owned()])
+            } else if let Some(r) = replicas.strip_suffix("-unlimited") {
+                let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
+                (r, "cronshard without a client-side rate limit", unlimited)
+            } else {
+                (replicas, "cronshard at its defaults", Vec::new())
             };
             let r: usize = replicas.parse().ok()?;
             (1..=MAX_PROCESSES).contains(&r).then_some((r, kind, extra))
