@@ -4,23 +4,25 @@
 //! audit log; cronshard must miss nothing and start nothing twice, the plain-client bound
 //! and the control plane's processes must be in the report.
 
-use std::process::Command;
-
-use serde_json::Value;
+mod common;
 
 #[test]
 fn a_herd_on_the_real_control_plane_is_judged_from_its_audit_log() {
-    let out = std::env::temp_dir().join(format!("cronshard-bench-kube-{}", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_cronshard-bench"))
-        .args(["--target", "kube", "--scenario", "herd", "--cronjobs", "300", "--window-s", "60"])
-        .args(["--arms", "cronshard-2,upstream", "--out"])
-        .arg(&out)
-        .output()
-        .expect("cronshard-bench runs");
-    let table = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{table}\n{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report")).expect("JSON");
+    let (table, report, out) = common::bench(
+        "kube",
+        &[
+            "--target",
+            "kube",
+            "--scenario",
+            "herd",
+            "--cronjobs",
+            "300",
+            "--window-s",
+            "60",
+            "--arms",
+            "cronshard-2,upstream",
+        ],
+    );
     let arms = report["arms"].as_array().expect("arms");
     let (cronshard, upstream) = (&arms[0], &arms[1]);
     assert_eq!(cronshard["expected"], 300, "{table}");

@@ -4,22 +4,13 @@
 //! created, missed and duplicate runs exactly, skew p50 and p99 within 0.5 s; and the audit
 //! log must show no request by that user other than get, list and watch.
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
 #[test]
 fn shadow_mode_counts_what_the_audit_log_shows_and_writes_nothing() {
-    let out = std::env::temp_dir().join(format!("cronshard-bench-shadow-{}", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_cronshard-bench"))
-        .args(["--scenario", "shadow", "--arms", "v2", "--shadow", "--out"])
-        .arg(&out)
-        .output()
-        .expect("cronshard-bench runs");
-    let table = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{table}\n{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report")).expect("JSON");
+    let (table, report, out) = common::bench("shadow", &["--scenario", "shadow", "--arms", "v2", "--shadow"]);
     let arm = &report["arms"][0];
     let check = &arm["shadow"];
     let (audit, shadow) = (&check["audit"], &check["shadow"]);

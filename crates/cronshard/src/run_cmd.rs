@@ -189,19 +189,22 @@ async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
     Ok(Replica { identity, coordination, coordinator_metrics, ctx })
 }
 
+/// Binds `--metrics-addr` and prints the URL it got on stdout (port 0 picks a free port, so
+/// whoever started the process reads where to scrape).
+pub(crate) async fn bind_metrics(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpListener, SocketAddr)> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--metrics-addr {addr}"))?;
+    let bound = listener.local_addr()?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "http://{bound}");
+    let _ = out.flush();
+    Ok((listener, bound))
+}
+
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let Replica { identity, coordination, coordinator_metrics, ctx } = build_replica(&args).await?;
     let buckets = coordination.buckets;
     let ready = Arc::new(AtomicUsize::new(0));
-    let listener = tokio::net::TcpListener::bind(args.metrics_addr)
-        .await
-        .with_context(|| format!("--metrics-addr {}", args.metrics_addr))?;
-    let addr = listener.local_addr()?;
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "http://{addr}");
-        let _ = out.flush();
-    }
+    let (listener, addr) = bind_metrics(args.metrics_addr).await?;
     tracing::info!(%identity, metrics = %addr, buckets, namespace = %coordination.namespace, server = %ctx.server, "cronshard running");
     let (ownership_tx, ownership) = tokio::sync::watch::channel(Ownership::default());
     let health = Health { ctx: ctx.clone(), ready: ready.clone(), ownership: ownership.clone() };

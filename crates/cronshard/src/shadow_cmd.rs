@@ -67,20 +67,12 @@ async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
     if let Some(url) = &args.testing_clock_from {
         tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
         tokio::spawn(clock.clone().follow(url.clone()));
-        // The first reading comes within one poll; judging by the wrong clock would be wrong.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Judging by the wrong clock would be wrong: wait for the first reading (none comes if
+        // the simulator's offset is zero, hence the bound).
+        let _ = tokio::time::timeout(Duration::from_secs(2), clock.changed()).await;
     }
     let served = Served { metrics: Arc::new(ShadowMetrics::default()), listed: Arc::new(AtomicBool::new(false)) };
-    let listener = tokio::net::TcpListener::bind(args.metrics_addr)
-        .await
-        .with_context(|| format!("--metrics-addr {}", args.metrics_addr))?;
-    let addr = listener.local_addr()?;
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "http://{addr}");
-        let _ = out.flush();
-    }
+    let (listener, addr) = crate::run_cmd::bind_metrics(args.metrics_addr).await?;
     let http = tokio::spawn(axum::serve(listener, shadow::metrics::app(served.clone())).into_future());
     let options = Options {
         settings: Settings {

@@ -1,5 +1,5 @@
-//! Helpers for the multi-process tests: spawning `cronshard` and `cronshard-sim`, a tiny
-//! HTTP client, SIGTERM, the chart tools.
+//! Helpers for the multi-process tests: spawning `cronshard` and `cronshard-sim`, running
+//! `cronshard-bench`, a tiny HTTP client, SIGTERM, the chart tools.
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod real;
@@ -15,6 +15,22 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Runs `cronshard-bench` with `args` and `--out` a fresh directory named after `name`; it
+/// must succeed. Returns the table it printed, its `report.json`, and the directory.
+pub fn bench(name: &str, args: &[&str]) -> (String, serde_json::Value, std::path::PathBuf) {
+    let out = std::env::temp_dir().join(format!("cronshard-bench-{name}-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_cronshard-bench"))
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cronshard-bench runs");
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{table}\n{}", String::from_utf8_lossy(&output.stderr));
+    let report = std::fs::read_to_string(out.join("report.json")).expect("report.json");
+    (table, serde_json::from_str(&report).expect("report.json is JSON"), out)
 }
 
 /// The controller binary. It is another package's, so Cargo does not hand its path to these
