@@ -36,14 +36,22 @@ pub fn publish(ctx: Arc<Context>, reference: ObjectReference, events: Vec<Event>
     tokio::spawn(async move {
         for event in events {
             ctx.limiter.acquire(Priority::Background).await;
-            let long = reference.name.as_ref().is_some_and(|n| n.len() > LONGEST_NAME);
-            let result =
-                if long { create(&ctx, &reference, event).await } else { record(&ctx, &reference, event).await };
+            // Boxed: tens of thousands of these tasks may wait for the budget after a herd,
+            // and the request's future is ten times the size of what waits.
+            let result = Box::pin(send(&ctx, &reference, event)).await;
             if let Err(e) = result {
                 tracing::debug!(error = %e, "could not record an Event");
             }
         }
     });
+}
+
+async fn send(ctx: &Context, reference: &ObjectReference, event: Event) -> Result<(), kube::Error> {
+    if reference.name.as_ref().is_some_and(|n| n.len() > LONGEST_NAME) {
+        create(ctx, reference, event).await
+    } else {
+        record(ctx, reference, event).await
+    }
 }
 
 async fn record(ctx: &Context, reference: &ObjectReference, event: Event) -> Result<(), kube::Error> {

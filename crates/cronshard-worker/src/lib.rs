@@ -7,6 +7,7 @@
 
 pub mod aimd;
 pub mod bucket;
+pub mod cached;
 pub mod client;
 pub mod context;
 pub mod convert;

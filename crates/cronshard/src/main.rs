@@ -36,7 +36,15 @@ enum Command {
     Shadow(Box<shadow_cmd::ShadowArgs>),
 }
 
+/// With `--features dhat-heap`, every allocation is recorded and `dhat-heap.json` written at
+/// exit (view it with DHAT's viewer): where a replica's bytes go, by call stack.
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
 fn main() -> ExitCode {
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
     let cli = Cli::parse();
     cli::init_logs(cli.logging.log_format);
     match cli.command {

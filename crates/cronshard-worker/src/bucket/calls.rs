@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::SYNC_TIMEOUT;
 use super::index::Due;
 use crate::SyncError;
+use crate::cached::CachedCronJob;
 use crate::context::Context;
 use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
@@ -76,13 +77,22 @@ pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i3
 }
 
 /// One status write with the object's resourceVersion; a 409 re-reads the object.
-pub(super) async fn write_status(ctx: &Context, cj: &CronJob, status: &CronJobStatus) -> StatusWrite {
-    let namespace = cj.metadata.namespace.clone().unwrap_or_default();
-    let name = cj.metadata.name.clone().unwrap_or_default();
-    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-    let mut updated = cj.clone();
-    updated.status = Some(status_to_k8s(&namespace, status));
+///
+/// Thousands of writes may wait for the budget after a herd, so what waits is kept small:
+/// the object is decoded, and the client's request future allocated, only once it allows
+/// the write.
+pub(super) async fn write_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
     ctx.limiter.acquire(Priority::Status).await;
+    Box::pin(replace_status(ctx, cj, status)).await
+}
+
+async fn replace_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
+    let mut updated =
+        cj.decode().map_err(|e| SyncError::StatusWrite(format!("the cached object does not decode: {e}")))?;
+    let namespace = updated.metadata.namespace.clone().unwrap_or_default();
+    let name = updated.metadata.name.clone().unwrap_or_default();
+    let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+    updated.status = Some(status_to_k8s(&namespace, status));
     match api.replace_status(&name, &PostParams::default(), &updated).await {
         Ok(fresh) => Ok(WriteResult::Written(Box::new(fresh))),
         Err(kube::Error::Api(status)) if status.code == 409 => {

@@ -1,13 +1,15 @@
 //! The bucket's cache: its CronJobs by key and by uid, its Jobs by uid and by controlling
 //! CronJob, and the runs already reported per CronJob. Fed by the watches, read by syncs.
+//! CronJobs are kept as JSON and Jobs as projections (see [`crate::cached`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use cronshard_types::Timestamp;
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::batch::v1::CronJob;
 
-use crate::convert::{child_job, controller_uid, cronjob_state, key};
+use crate::cached::CachedCronJob;
+use crate::convert::{cronjob_state, key};
 use crate::sync::{ChildJob, CronJobState};
 
 /// One CronJob due for a sync, with everything the sync reads.
@@ -22,9 +24,9 @@ pub(super) struct Due {
 
 #[derive(Default)]
 pub(super) struct Index {
-    cronjobs: HashMap<String, Arc<CronJob>>,
+    cronjobs: HashMap<String, CachedCronJob>,
     uid_to_key: HashMap<String, String>,
-    jobs: HashMap<String, Arc<Job>>,
+    jobs: HashMap<String, ChildJob>,
     /// CronJob uid -> uids of the Jobs it controls.
     owned: HashMap<String, HashSet<String>>,
     /// Per CronJob, the runs already reported as missed or skipped (see `sync`).
@@ -33,26 +35,26 @@ pub(super) struct Index {
 
 impl Index {
     /// Adds or replaces a CronJob; returns its key.
-    pub(super) fn apply_cronjob(&mut self, cj: Arc<CronJob>) -> String {
-        let k = key(&cj.metadata);
-        if let Some(uid) = &cj.metadata.uid {
-            self.uid_to_key.insert(uid.clone(), k.clone());
+    pub(super) fn apply_cronjob(&mut self, cached: CachedCronJob) -> String {
+        let k = cached.key().to_owned();
+        if let Some(uid) = cached.uid() {
+            self.uid_to_key.insert(uid.to_owned(), k.clone());
         }
-        self.cronjobs.insert(k.clone(), cj);
+        self.cronjobs.insert(k.clone(), cached);
         k
     }
 
     /// Forgets a CronJob (deleted, or out of this bucket).
     pub(super) fn delete_cronjob(&mut self, k: &str) {
-        if let Some(uid) = self.cronjobs.remove(k).and_then(|cj| cj.metadata.uid.clone()) {
-            self.uid_to_key.remove(&uid);
+        if let Some(uid) = self.cronjobs.remove(k).as_ref().and_then(CachedCronJob::uid) {
+            self.uid_to_key.remove(uid);
         }
         self.reported.remove(k);
     }
 
     /// Replaces every CronJob with a fresh list; returns their keys. What was reported for
     /// a CronJob that is still there is kept, so a relist never reports a miss twice.
-    pub(super) fn reset_cronjobs(&mut self, fresh: impl IntoIterator<Item = Arc<CronJob>>) -> Vec<String> {
+    pub(super) fn reset_cronjobs(&mut self, fresh: impl IntoIterator<Item = CachedCronJob>) -> Vec<String> {
         self.cronjobs.clear();
         self.uid_to_key.clear();
         let keys: Vec<String> = fresh.into_iter().map(|cj| self.apply_cronjob(cj)).collect();
@@ -61,9 +63,8 @@ impl Index {
     }
 
     /// Adds or replaces a Job; returns the key of the CronJob that controls it, if cached.
-    pub(super) fn apply_job(&mut self, job: Arc<Job>) -> Option<String> {
-        let uid = job.metadata.uid.clone().unwrap_or_default();
-        let owner = controller_uid(&job.metadata);
+    pub(super) fn apply_job(&mut self, job: ChildJob) -> Option<String> {
+        let (uid, owner) = (job.uid.clone(), job.controller_uid.clone());
         self.jobs.insert(uid.clone(), job);
         let owner = owner?;
         self.owned.entry(owner.clone()).or_default().insert(uid);
@@ -71,21 +72,20 @@ impl Index {
     }
 
     /// Forgets a Job; returns the key of the CronJob that controlled it, if cached.
-    pub(super) fn delete_job(&mut self, job: &Job) -> Option<String> {
-        let uid = job.metadata.uid.clone().unwrap_or_default();
-        self.jobs.remove(&uid);
-        let owner = controller_uid(&job.metadata)?;
-        if let Some(set) = self.owned.get_mut(&owner) {
-            set.remove(&uid);
+    pub(super) fn delete_job(&mut self, job: &ChildJob) -> Option<String> {
+        self.jobs.remove(&job.uid);
+        let owner = job.controller_uid.as_ref()?;
+        if let Some(set) = self.owned.get_mut(owner) {
+            set.remove(&job.uid);
             if set.is_empty() {
-                self.owned.remove(&owner);
+                self.owned.remove(owner);
             }
         }
-        self.uid_to_key.get(&owner).cloned()
+        self.uid_to_key.get(owner).cloned()
     }
 
     /// Replaces every Job with a fresh list.
-    pub(super) fn reset_jobs(&mut self, fresh: impl IntoIterator<Item = Arc<Job>>) {
+    pub(super) fn reset_jobs(&mut self, fresh: impl IntoIterator<Item = ChildJob>) {
         self.jobs.clear();
         self.owned.clear();
         for job in fresh {
@@ -96,10 +96,10 @@ impl Index {
     /// Takes a fresher copy than the watch has delivered (a status write's answer), unless
     /// the watch is ahead.
     pub(super) fn apply_fresh(&mut self, fresh: CronJob) {
-        let version = |cj: &CronJob| cj.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
-        let current = self.cronjobs.get(&key(&fresh.metadata)).and_then(|c| version(c));
-        if current.is_none_or(|c| version(&fresh).is_some_and(|f| f >= c)) {
-            self.apply_cronjob(Arc::new(fresh));
+        let version = fresh.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
+        let current = self.cronjobs.get(&key(&fresh.metadata)).and_then(CachedCronJob::resource_version);
+        if current.is_none_or(|c| version.is_some_and(|f| f >= c)) {
+            self.apply_cronjob(CachedCronJob::new(fresh));
         }
     }
 
@@ -109,7 +109,7 @@ impl Index {
         }
     }
 
-    pub(super) fn cronjob(&self, k: &str) -> Option<&Arc<CronJob>> {
+    pub(super) fn cronjob(&self, k: &str) -> Option<&CachedCronJob> {
         self.cronjobs.get(k)
     }
 
@@ -124,13 +124,20 @@ impl Index {
 
     /// What a sync of `k` reads; `None` if it is gone or lacks name, uid or creation time.
     pub(super) fn due(&self, k: &str) -> Option<Due> {
-        let cronjob = self.cronjobs.get(k).cloned()?;
+        let cronjob = match self.cronjobs.get(k)?.decode() {
+            Ok(cronjob) => Arc::new(cronjob),
+            Err(e) => {
+                // Only JSON this index wrote itself is decoded here.
+                tracing::error!(cronjob = k, error = %e, "a cached CronJob does not decode; it is not synced");
+                return None;
+            }
+        };
         let mut state = cronjob_state(&cronjob)?;
         state.reported_through = self.reported.get(k).copied();
         let children = self
             .owned
             .get(&state.uid)
-            .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).map(|j| child_job(j)).collect())
+            .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).cloned().collect())
             .unwrap_or_default();
         Some(Due { key: k.to_owned(), cronjob, state, children, spread_offset: None })
     }

@@ -1,26 +1,28 @@
+use k8s_openapi::api::batch::v1::Job;
 use serde_json::json;
 
 use super::*;
 
-fn cronjob(name: &str, uid: &str, rv: &str) -> Arc<CronJob> {
-    Arc::new(
-        serde_json::from_value(json!({
-            "metadata": {"namespace": "ns", "name": name, "uid": uid, "resourceVersion": rv,
-                         "creationTimestamp": "2026-11-30T00:00:00Z"},
-            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {}}}},
-        }))
-        .expect("a valid object"),
-    )
+fn cronjob(name: &str, uid: &str, rv: &str) -> CachedCronJob {
+    CachedCronJob::new(cronjob_object(name, uid, rv))
 }
 
-fn job(name: &str, uid: &str, owner: &str) -> Arc<Job> {
-    Arc::new(
-        serde_json::from_value(json!({
-            "metadata": {"namespace": "ns", "name": name, "uid": uid, "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "CronJob", "name": "x", "uid": owner, "controller": true}]},
-        }))
-        .expect("a valid object"),
-    )
+fn cronjob_object(name: &str, uid: &str, rv: &str) -> CronJob {
+    serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": name, "uid": uid, "resourceVersion": rv,
+                     "creationTimestamp": "2026-11-30T00:00:00Z"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {}}}},
+    }))
+    .expect("a valid object")
+}
+
+fn job(name: &str, uid: &str, owner: &str) -> ChildJob {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": name, "uid": uid, "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "CronJob", "name": "x", "uid": owner, "controller": true}]},
+    }))
+    .expect("a valid object");
+    crate::convert::child_job(&job)
 }
 
 fn child_names(index: &Index, k: &str) -> Vec<String> {
@@ -94,10 +96,10 @@ fn a_reset_replaces_everything_and_keeps_what_was_reported() {
 fn a_written_copy_replaces_the_cached_one_only_if_not_older() {
     let mut index = Index::default();
     index.apply_cronjob(cronjob("a", "u-a", "10"));
-    index.apply_fresh(Arc::unwrap_or_clone(cronjob("a", "u-a", "9")));
-    assert_eq!(index.cronjob("ns/a").expect("cached").metadata.resource_version.as_deref(), Some("10"));
-    index.apply_fresh(Arc::unwrap_or_clone(cronjob("a", "u-a", "12")));
-    assert_eq!(index.cronjob("ns/a").expect("cached").metadata.resource_version.as_deref(), Some("12"));
+    index.apply_fresh(cronjob_object("a", "u-a", "9"));
+    assert_eq!(index.cronjob("ns/a").expect("cached").resource_version(), Some(10));
+    index.apply_fresh(cronjob_object("a", "u-a", "12"));
+    assert_eq!(index.cronjob("ns/a").expect("cached").resource_version(), Some(12));
 }
 
 #[test]

@@ -26,7 +26,7 @@ impl Worker {
         for k in gone {
             self.leftovers.remove(&k);
             // Labelled since: the bucket's own watch has it now.
-            if self.index.cronjob(&k).is_some_and(|cj| !labelled(cj)) {
+            if self.index.cronjob(&k).and_then(|cj| cj.decode().ok()).is_some_and(|cj| !labelled(&cj)) {
                 self.forget_cronjob(&k);
             }
         }

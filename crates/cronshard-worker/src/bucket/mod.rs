@@ -22,11 +22,12 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::SyncError;
+use crate::cached::CachedCronJob;
 use crate::context::Context;
-use crate::convert::key;
+use crate::convert::{child_job, key};
 use crate::decoded::{Decoded, decodable};
 use crate::metrics::{ObjectLabels, ReasonLabels};
-use crate::sync::{CronJobStatus, Outcome};
+use crate::sync::{ChildJob, CronJobStatus, Outcome};
 
 use self::calls::{StatusWrite, WriteResult, report_undecodable, sync_with_timeout, write_status};
 use self::index::{Due, Index, Listing};
@@ -54,8 +55,8 @@ struct Worker {
     writes: StatusWrites,
     /// The status writes in flight: (CronJob key, result).
     writing: JoinSet<(String, StatusWrite)>,
-    cronjob_list: Listing<CronJob>,
-    job_list: Listing<Job>,
+    cronjob_list: Listing<CachedCronJob>,
+    job_list: Listing<ChildJob>,
     /// Unlabellable CronJobs of this bucket in the cache: key -> resourceVersion read.
     leftovers: HashMap<String, String>,
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
@@ -218,7 +219,7 @@ impl Worker {
     }
 
     fn insert_cronjob(&mut self, cj: CronJob) {
-        let k = self.index.apply_cronjob(Arc::new(cj));
+        let k = self.index.apply_cronjob(CachedCronJob::new(cj));
         self.sync_soon(&k);
     }
 
@@ -231,10 +232,10 @@ impl Worker {
     fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
         match event {
             watcher::Event::Init => self.cronjob_list.begin(),
-            watcher::Event::InitApply(cj) => self.cronjob_list.add(cj),
+            watcher::Event::InitApply(cj) => self.cronjob_list.add(CachedCronJob::new(cj)),
             watcher::Event::InitDone => {
                 let fresh = self.cronjob_list.done();
-                self.index.reset_cronjobs(fresh.into_iter().map(Arc::new));
+                self.index.reset_cronjobs(fresh);
                 // The list replaced the cache: the leftovers are read again.
                 self.leftovers.clear();
                 self.leftovers_due = Some(Instant::now());
@@ -250,19 +251,19 @@ impl Worker {
     fn on_job(&mut self, event: watcher::Event<Job>) {
         match event {
             watcher::Event::Init => self.job_list.begin(),
-            watcher::Event::InitApply(job) => self.job_list.add(job),
+            watcher::Event::InitApply(job) => self.job_list.add(child_job(&job)),
             watcher::Event::InitDone => {
                 let fresh = self.job_list.done();
-                self.index.reset_jobs(fresh.into_iter().map(Arc::new));
+                self.index.reset_jobs(fresh);
                 self.sync_all();
             }
             watcher::Event::Apply(job) => {
-                if let Some(owner) = self.index.apply_job(Arc::new(job)) {
+                if let Some(owner) = self.index.apply_job(child_job(&job)) {
                     self.sync_soon(&owner);
                 }
             }
             watcher::Event::Delete(job) => {
-                if let Some(owner) = self.index.delete_job(&job) {
+                if let Some(owner) = self.index.delete_job(&child_job(&job)) {
                     self.sync_soon(&owner);
                 }
             }
@@ -435,7 +436,7 @@ impl Worker {
 }
 
 /// A status write, bounded in time like a sync.
-async fn write_status_with_timeout(ctx: &Context, cj: &CronJob, status: &CronJobStatus) -> StatusWrite {
+async fn write_status_with_timeout(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
     match tokio::time::timeout(SYNC_TIMEOUT, write_status(ctx, cj, status)).await {
         Ok(result) => result,
         Err(_) => Err(SyncError::Timeout { what: "status write", after: SYNC_TIMEOUT }),
