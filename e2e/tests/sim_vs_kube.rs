@@ -195,6 +195,12 @@ fn leases_and_events() -> Vec<Step> {
                 "regarding": {"apiVersion": "batch/v1", "kind": "CronJob", "namespace": "{ns}", "name": "nightly"}})),
         ),
         step(
+            "a repeat of the Event: its series (merge patch)",
+            Method::PATCH,
+            "/apis/events.k8s.io/v1/namespaces/{ns}/events/nightly.1",
+            Some(json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T03:01:00.000000Z"}})),
+        ),
+        step(
             "an Event without its reporting controller: Invalid",
             Method::POST,
             "/apis/events.k8s.io/v1/namespaces/{ns}/events",

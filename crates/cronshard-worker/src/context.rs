@@ -85,7 +85,8 @@ pub struct Context {
     pub metrics: Metrics,
     pub settings: Settings,
     pub clock: Clock,
-    pub recorder: kube::runtime::events::Recorder,
+    /// Events written lately, for their repeats (see [`crate::events::series`]).
+    pub event_series: std::sync::Mutex<crate::events::series::Series>,
     /// Holds writes back once the renew deadline has passed (see [`crate::fence`]).
     pub fence: Fence,
     /// The API server's URL, named in connection errors.
@@ -117,12 +118,8 @@ impl Context {
         let fence = Fence::default();
         let server = config.cluster_url.to_string();
         let client = crate::client::build(config, metrics.api.clone(), fence.clone())?;
-        let reporter = kube::runtime::events::Reporter {
-            controller: "cronshard".into(),
-            instance: Some(settings.identity.clone()),
-        };
         Ok(Arc::new(Context {
-            recorder: kube::runtime::events::Recorder::new(client.clone(), reporter),
+            event_series: Default::default(),
             client,
             limiter,
             metrics,

@@ -2,22 +2,23 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, PostParams};
 
 use cronshard_types::spread::SPREAD_OFFSET_ANNOTATION;
 
+use crate::cached::CachedCronJob;
 use crate::context::Context;
 use crate::convert::{build_job, child_job};
 use crate::limiter::Priority;
-use crate::sync::{ChildJob, CreateResult, JobRequest, Jobs};
+use crate::sync::{ChildJob, CreateResult, CronJobState, JobRequest, Jobs};
 
 /// The Jobs of one CronJob's namespace, for one sync.
 #[derive(Debug)]
 pub struct KubeJobs<'a> {
     ctx: &'a Context,
     api: Api<Job>,
-    cronjob: &'a CronJob,
+    cronjob: &'a CachedCronJob,
     bucket: u32,
     epoch: i32,
     /// Names in status.active: deleting one of those is part of a Replace run (urgent),
@@ -28,17 +29,18 @@ pub struct KubeJobs<'a> {
 }
 
 impl<'a> KubeJobs<'a> {
-    /// For one sync of `cronjob`, in `bucket` claimed at `epoch`, whose runs start
-    /// `spread_offset` seconds after their scheduled times.
-    pub fn new(ctx: &'a Context, cronjob: &'a CronJob, bucket: u32, epoch: i32, spread_offset: Option<u64>) -> Self {
-        let namespace = cronjob.metadata.namespace.clone().unwrap_or_default();
-        let active = cronjob
-            .status
-            .as_ref()
-            .and_then(|s| s.active.as_ref())
-            .map(|refs| refs.iter().filter_map(|r| r.name.clone()).collect())
-            .unwrap_or_default();
-        let api = Api::namespaced(ctx.client.clone(), &namespace);
+    /// For one sync of `cronjob` (as `state` reads it), in `bucket` claimed at `epoch`, whose
+    /// runs start `spread_offset` seconds after their scheduled times.
+    pub fn new(
+        ctx: &'a Context,
+        cronjob: &'a CachedCronJob,
+        state: &CronJobState,
+        bucket: u32,
+        epoch: i32,
+        spread_offset: Option<u64>,
+    ) -> Self {
+        let active = state.status.active.iter().map(|r| r.name.clone()).collect();
+        let api = Api::namespaced(ctx.client.clone(), &state.namespace);
         KubeJobs { ctx, api, cronjob, bucket, epoch, active, spread_offset }
     }
 }
@@ -64,8 +66,10 @@ impl Jobs for KubeJobs<'_> {
 
     async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, kube::Error> {
         self.ctx.limiter.acquire(Priority::Create).await;
+        // Decoded only now: the template is read per run, not held per CronJob.
+        let cronjob = self.cronjob.decode().map_err(kube::Error::SerdeError)?;
         let created_by = format!("{}/{}/{}", self.ctx.settings.identity, self.bucket, self.epoch);
-        let mut job = build_job(self.cronjob, request, self.bucket, &created_by);
+        let mut job = build_job(&cronjob, request, self.bucket, &created_by);
         if let Some(offset) = self.spread_offset {
             let annotations = job.metadata.annotations.get_or_insert_default();
             annotations.insert(SPREAD_OFFSET_ANNOTATION.to_owned(), format!("{offset}s"));

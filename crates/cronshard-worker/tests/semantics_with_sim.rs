@@ -27,7 +27,7 @@ fn ago(sim: &SimState, seconds: i64) -> Timestamp {
     sim.store().clock().now().checked_sub(SignedDuration::from_secs(seconds)).expect("time")
 }
 
-/// Reasons of the Events recorded about `name` (events.k8s.io, as kube-runtime's Recorder writes).
+/// Reasons of the Events recorded about `name` (events.k8s.io).
 fn event_reasons(sim: &SimState, name: &str) -> Vec<String> {
     objects(sim, Resource::Events)
         .iter()

@@ -98,7 +98,8 @@ async fn sigterm() {
 async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::ChildJob>) -> Option<Timestamp> {
     let state = cronjob_state(cj)?;
     // Upstream knows no spread.
-    let mut io = KubeJobs::new(ctx, cj, 0, 0, None);
+    let cached = cronshard_worker::cached::CachedCronJob::new(cj.clone());
+    let mut io = KubeJobs::new(ctx, &cached, &state, 0, 0, None);
     let outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
     if outcome.status_changed {
         let namespace = state.namespace.clone();
@@ -112,17 +113,8 @@ async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::C
     }
     for event in &outcome.events {
         ctx.limiter.acquire(Priority::Create).await;
-        let published = kube::runtime::events::Event {
-            type_: match event.kind {
-                cronshard_worker::EventType::Normal => kube::runtime::events::EventType::Normal,
-                cronshard_worker::EventType::Warning => kube::runtime::events::EventType::Warning,
-            },
-            reason: event.reason.to_owned(),
-            note: Some(event.message.clone()),
-            action: "Sync".into(),
-            secondary: None,
-        };
-        let _ = ctx.recorder.publish(&published, &kube::Resource::object_ref(cj, &())).await;
+        let reference = kube::Resource::object_ref(cj, &());
+        let _ = cronshard_worker::events::write(ctx, &reference, event.clone()).await;
     }
     if outcome.error.is_some() { Some(ctx.clock.now()) } else { outcome.requeue_at }
 }

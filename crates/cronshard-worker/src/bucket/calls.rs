@@ -56,7 +56,7 @@ pub(super) type StatusWrite = Result<WriteResult, SyncError>;
 /// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
 pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
     let (state, children) = (&due.state, due.children.as_slice());
-    let mut io = KubeJobs::new(ctx, &due.cronjob, bucket, epoch, due.spread_offset);
+    let mut io = KubeJobs::new(ctx, &due.cronjob, &due.state, bucket, epoch, due.spread_offset);
     let span = tracing::info_span!("reconcile", cronjob = %due.key, bucket);
     let now = ctx.clock.now();
     let sync = sync_spread(state, children, now, due.spread_offset.unwrap_or(0), &mut io);

@@ -3,19 +3,22 @@
 //! CronJobs are kept as JSON and Jobs as projections (see [`crate::cached`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use cronshard_types::Timestamp;
 use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::cached::CachedCronJob;
 use crate::convert::{cronjob_state, key};
 use crate::sync::{ChildJob, CronJobState};
 
-/// One CronJob due for a sync, with everything the sync reads.
+/// One CronJob due for a sync, with everything the sync reads. The decoded object is not
+/// among it: a herd has thousands of these at once (see [`crate::cached`]).
 pub(super) struct Due {
     pub(super) key: String,
-    pub(super) cronjob: Arc<CronJob>,
+    pub(super) cronjob: CachedCronJob,
+    /// The CronJob, as its Events name it.
+    pub(super) reference: ObjectReference,
     pub(super) state: CronJobState,
     pub(super) children: Vec<ChildJob>,
     /// Seconds after their scheduled times that this CronJob's runs start (`cronshard.io/spread`).
@@ -122,10 +125,12 @@ impl Index {
         (self.cronjobs.len(), self.jobs.len())
     }
 
-    /// What a sync of `k` reads; `None` if it is gone or lacks name, uid or creation time.
-    pub(super) fn due(&self, k: &str) -> Option<Due> {
-        let cronjob = match self.cronjobs.get(k)?.decode() {
-            Ok(cronjob) => Arc::new(cronjob),
+    /// What a sync of `k` reads, and the decoded object for what else the caller needs of
+    /// it; `None` if it is gone or lacks name, uid or creation time.
+    pub(super) fn due(&self, k: &str) -> Option<(Due, CronJob)> {
+        let cached = self.cronjobs.get(k)?;
+        let cronjob = match cached.decode() {
+            Ok(cronjob) => cronjob,
             Err(e) => {
                 // Only JSON this index wrote itself is decoded here.
                 tracing::error!(cronjob = k, error = %e, "a cached CronJob does not decode; it is not synced");
@@ -139,7 +144,9 @@ impl Index {
             .get(&state.uid)
             .map(|uids| uids.iter().filter_map(|u| self.jobs.get(u)).cloned().collect())
             .unwrap_or_default();
-        Some(Due { key: k.to_owned(), cronjob, state, children, spread_offset: None })
+        let reference = kube::Resource::object_ref(&cronjob, &());
+        let due = Due { key: k.to_owned(), cronjob: cached.clone(), reference, state, children, spread_offset: None };
+        Some((due, cronjob))
     }
 }
 

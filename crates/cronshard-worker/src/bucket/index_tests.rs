@@ -26,7 +26,7 @@ fn job(name: &str, uid: &str, owner: &str) -> ChildJob {
 }
 
 fn child_names(index: &Index, k: &str) -> Vec<String> {
-    let mut names: Vec<String> = index.due(k).expect("cached").children.into_iter().map(|c| c.name).collect();
+    let mut names: Vec<String> = index.due(k).expect("cached").0.children.into_iter().map(|c| c.name).collect();
     names.sort();
     names
 }
@@ -61,13 +61,13 @@ fn a_deleted_cronjob_is_gone_with_its_reported_runs() {
     index.apply_cronjob(cronjob("a", "u-a", "1"));
     let at = Timestamp::from_second(1_800_000_000).expect("in range");
     index.set_reported("ns/a", at);
-    assert_eq!(index.due("ns/a").expect("cached").state.reported_through, Some(at));
+    assert_eq!(index.due("ns/a").expect("cached").0.state.reported_through, Some(at));
     index.delete_cronjob("ns/a");
     assert!(index.due("ns/a").is_none());
     // Its Jobs no longer lead to it.
     assert_eq!(index.apply_job(job("a-1", "j1", "u-a")), None);
     index.apply_cronjob(cronjob("a", "u-a", "2"));
-    assert_eq!(index.due("ns/a").expect("cached").state.reported_through, None);
+    assert_eq!(index.due("ns/a").expect("cached").0.state.reported_through, None);
     index.set_reported("ns/gone", at);
     assert!(index.due("ns/gone").is_none());
 }
@@ -85,7 +85,7 @@ fn a_reset_replaces_everything_and_keeps_what_was_reported() {
     keys.sort();
     assert_eq!(keys, ["ns/a", "ns/c"]);
     assert!(index.due("ns/b").is_none());
-    assert_eq!(index.due("ns/a").expect("cached").state.reported_through, Some(at));
+    assert_eq!(index.due("ns/a").expect("cached").0.state.reported_through, Some(at));
     index.reset_jobs([job("c-1", "j9", "u-c")]);
     assert!(child_names(&index, "ns/a").is_empty());
     assert_eq!(child_names(&index, "ns/c"), ["c-1"]);

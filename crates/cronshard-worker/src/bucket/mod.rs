@@ -282,7 +282,7 @@ impl Worker {
         let now = self.ctx.clock.now();
         let due: Vec<Due> = self.timers.pop_due(now).iter().filter_map(|k| self.due(k)).collect();
         let (ctx, bucket, epoch) = (self.ctx.clone(), self.bucket, self.epoch);
-        let synced: Vec<(Due, Outcome)> = futures::stream::iter(due)
+        let mut synced = futures::stream::iter(due)
             .map(|due| {
                 let ctx = ctx.clone();
                 async move {
@@ -290,13 +290,12 @@ impl Worker {
                     (due, outcome)
                 }
             })
-            .buffer_unordered(PARALLEL_SYNCS)
-            .collect()
-            .await;
-        for (due, outcome) in synced {
+            .buffer_unordered(PARALLEL_SYNCS);
+        // Each result is applied as it comes, so a herd's outcomes are not all held at once.
+        while let Some((due, outcome)) = synced.next().await {
             self.finish(due, outcome);
+            self.start_writes();
         }
-        self.start_writes();
         self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
     }
 
@@ -304,13 +303,13 @@ impl Worker {
     /// server does not have it yet, and the offset of its runs (a spread that cannot apply is
     /// ignored, with a Warning Event saying why).
     fn due(&mut self, k: &str) -> Option<Due> {
-        let mut due = self.index.due(k)?;
+        let (mut due, cronjob) = self.index.due(k)?;
         if let Some(status) = self.writes.unwritten(k) {
             due.state.status = status.clone();
         }
         let namespace_default =
-            due.cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
-        match self.spreads.offset(&due.cronjob, namespace_default.as_deref(), self.ctx.clock.now()) {
+            cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
+        match self.spreads.offset(&cronjob, namespace_default.as_deref(), self.ctx.clock.now()) {
             Ok(offset) => due.spread_offset = offset,
             Err(error) => {
                 let reason = ReasonLabels { reason: error.metric_label().into() };
@@ -320,8 +319,7 @@ impl Worker {
                     reason: "InvalidSpread",
                     message: format!("{error}; the runs start at their scheduled times"),
                 };
-                let reference = kube::Resource::object_ref(due.cronjob.as_ref(), &());
-                crate::events::publish(self.ctx.clone(), reference, vec![event]);
+                crate::events::publish(self.ctx.clone(), due.reference.clone(), vec![event]);
             }
         }
         Some(due)
@@ -430,8 +428,7 @@ impl Worker {
         if outcome.events.is_empty() {
             return;
         }
-        let reference = kube::Resource::object_ref(due.cronjob.as_ref(), &());
-        crate::events::publish(self.ctx.clone(), reference, outcome.events.clone());
+        crate::events::publish(self.ctx.clone(), due.reference.clone(), outcome.events.clone());
     }
 }
 
