@@ -83,20 +83,7 @@ pub async fn run(
     let cronjobs = Api::<Decoded<CronJob>>::all(ctx.client.clone());
     let mut cronjob_events = watcher(cronjobs, config).default_backoff().boxed();
     let mut job_events = watcher(Api::<Decoded<Job>>::all(ctx.client.clone()), job_config).default_backoff().boxed();
-    let mut w = Worker {
-        ctx: ctx.clone(),
-        bucket,
-        epoch,
-        index: Index::default(),
-        timers: Timers::default(),
-        writes: StatusWrites::new(PARALLEL_WRITES),
-        writing: JoinSet::new(),
-        cronjob_list: Listing::Unlisted,
-        job_list: Listing::Unlisted,
-        leftovers: HashMap::new(),
-        leftovers_due: Some(Instant::now()),
-        spreads: Spreads::default(),
-    };
+    let mut w = Worker::new(ctx.clone(), bucket, epoch);
     let mut leftover_changes = ctx.leftovers.subscribe();
     let mut namespace_spread_changes = ctx.namespace_spreads.subscribe();
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
@@ -157,6 +144,23 @@ impl Drop for ReadyGuard {
 }
 
 impl Worker {
+    fn new(ctx: Arc<Context>, bucket: u32, epoch: i32) -> Self {
+        Worker {
+            ctx,
+            bucket,
+            epoch,
+            index: Index::default(),
+            timers: Timers::default(),
+            writes: StatusWrites::new(PARALLEL_WRITES),
+            writing: JoinSet::new(),
+            cronjob_list: Listing::Unlisted,
+            job_list: Listing::Unlisted,
+            leftovers: HashMap::new(),
+            leftovers_due: Some(Instant::now()),
+            spreads: Spreads::default(),
+        }
+    }
+
     /// One item of a watch stream: an event of a decodable object goes to `apply`; an
     /// undecodable object is reported; a watch error is logged (the watcher retries itself).
     fn on_watch_event<K: kube::Resource + Default>(
@@ -291,11 +295,13 @@ impl Worker {
                 }
             })
             .buffer_unordered(PARALLEL_SYNCS);
-        // Each result is applied as it comes, so a herd's outcomes are not all held at once.
+        // Each result is applied as it comes, so a herd's outcomes are not all held at once;
+        // the status writes start when the bucket's due syncs are done, so that while a herd
+        // is being created they do not take the gaps between its creates at the server.
         while let Some((due, outcome)) = synced.next().await {
             self.finish(due, outcome);
-            self.start_writes();
         }
+        self.start_writes();
         self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
     }
 
@@ -307,8 +313,7 @@ impl Worker {
         if let Some(status) = self.writes.unwritten(k) {
             due.state.status = status.clone();
         }
-        let namespace_default =
-            cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
+        let namespace_default = cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
         match self.spreads.offset(&cronjob, namespace_default.as_deref(), self.ctx.clock.now()) {
             Ok(offset) => due.spread_offset = offset,
             Err(error) => {

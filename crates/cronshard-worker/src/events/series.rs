@@ -103,7 +103,13 @@ mod tests {
     use super::*;
 
     fn key(uid: &str, note: &str) -> SeriesKey {
-        SeriesKey { namespace: "a".into(), uid: uid.into(), warning: false, reason: "SuccessfulCreate", note: note.into() }
+        SeriesKey {
+            namespace: "a".into(),
+            uid: uid.into(),
+            warning: false,
+            reason: "SuccessfulCreate",
+            note: note.into(),
+        }
     }
 
     fn at(s: i64) -> Timestamp {

@@ -21,13 +21,14 @@ pub(super) const MIN_REPLICAS: u64 = 2;
 /// Recommended `--qps` values are multiples of this.
 const QPS_STEP: u64 = 50;
 /// Resident memory per CronJob a replica holds (with its Jobs), from the `scale` benchmark
-/// (docs/benchmarks.md; 100,000 CronJobs of the incident's mix): one replica peaked at
-/// 931 MB, each of four (about 25,000 CronJobs) at 250 MB; e2e/results/scale/report.json has
-/// 930.58 and at most 249.72 (VmHWM / 1024, so MiB): (930.58 − 249.72) MiB / 75,000 ≈ 9.3 KiB.
-pub(super) const MEMORY_PER_CRONJOB_BYTES: u64 = 9_519;
+/// (docs/benchmarks.md; 100,000 CronJobs of the incident's mix, 65,000 runs due in its
+/// window): one replica peaked at 462 MiB, each of four (about 25,000 CronJobs) at most at
+/// 156 MiB; e2e/results/scale/report.json has 461.95 and at most 155.52 (VmHWM / 1024, so
+/// MiB): (461.95 − 155.52) MiB / 75,000 ≈ 4.18 KiB.
+pub(super) const MEMORY_PER_CRONJOB_BYTES: u64 = 4_284;
 /// A replica's resident memory before any CronJob, from the same two points:
-/// 930.6 MiB − 100,000 × 9.3 KiB ≈ 23 MiB.
-pub(super) const MEMORY_BASE_BYTES: u64 = 23 * MIB;
+/// 461.95 MiB − 100,000 × 4.18 KiB ≈ 53 MiB.
+pub(super) const MEMORY_BASE_BYTES: u64 = 53 * MIB;
 /// How many invalid CronJobs and herds the text lists.
 pub(super) const SHOWN: usize = 10;
 
@@ -341,15 +342,15 @@ mod tests {
 
     #[test]
     fn memory_can_decide_the_replicas() {
-        // 100,000 × 9,519 B over (256 − 23) MiB is 3.9: four replicas.
-        let c = capacity(100, 100_000, &settings(1.0, 1000.0, 1000.0, 256 * MIB));
+        // 100,000 × 4,284 B over (160 − 53) MiB is 3.8: four replicas.
+        let c = capacity(100, 100_000, &settings(1.0, 1000.0, 1000.0, 160 * MIB));
         assert_eq!((c.replicas_for_qps, c.replicas_for_memory, c.replicas), (1, 4, 4));
         assert_eq!(c.limited_by, "memory");
-        // The measured point it comes from: about 250 MB each for four replicas.
-        assert!((249.0..251.0).contains(&mib(c.memory_per_replica)), "{c:?}");
+        // The measured point it comes from: about 155.5 MiB each for four replicas.
+        assert!((155.0..156.0).contains(&mib(c.memory_per_replica)), "{c:?}");
         // ceil(99 / 4) = 25, rounded up to 50.
         assert_eq!(c.qps_per_replica, 50);
-        assert_eq!(capacity(100, 100_000, &settings(1.0, 1000.0, 1000.0, 512 * MIB)).replicas_for_memory, 2);
+        assert_eq!(capacity(100, 100_000, &settings(1.0, 1000.0, 1000.0, 512 * MIB)).replicas_for_memory, 1);
     }
 
     #[test]
