@@ -1,6 +1,6 @@
 //! [`Jobs`] over the Kubernetes API, through the replica's rate limiter.
 
-use std::collections::HashSet;
+use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -13,6 +13,21 @@ use crate::convert::{build_job, child_job};
 use crate::limiter::Priority;
 use crate::sync::{ChildJob, CreateResult, CronJobState, JobRequest, Jobs};
 
+/// Longest one request may take once the limiter has let it go. Only the request is timed,
+/// never its wait for the budget: that wait is the limiter doing its job, and giving up
+/// would only send the request to the back of its queue.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `request`, bounded by [`REQUEST_TIMEOUT`] (a hung call must not hold its bucket).
+pub(crate) async fn sent_within<T>(request: impl Future<Output = Result<T, kube::Error>>) -> Result<T, kube::Error> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
+        Ok(result) => result,
+        Err(elapsed) => Err(kube::Error::Service(
+            format!("no answer within {REQUEST_TIMEOUT:?} of sending the request ({elapsed})").into(),
+        )),
+    }
+}
+
 /// The Jobs of one CronJob's namespace, for one sync.
 #[derive(Debug)]
 pub struct KubeJobs<'a> {
@@ -21,9 +36,6 @@ pub struct KubeJobs<'a> {
     cronjob: &'a CachedCronJob,
     bucket: u32,
     epoch: i32,
-    /// Names in status.active: deleting one of those is part of a Replace run (urgent),
-    /// deleting anything else is history cleanup (background).
-    active: HashSet<String>,
     /// The spread offset of the runs, recorded on each Job.
     spread_offset: Option<u64>,
 }
@@ -39,9 +51,8 @@ impl<'a> KubeJobs<'a> {
         epoch: i32,
         spread_offset: Option<u64>,
     ) -> Self {
-        let active = state.status.active.iter().map(|r| r.name.clone()).collect();
         let api = Api::namespaced(ctx.client.clone(), &state.namespace);
-        KubeJobs { ctx, api, cronjob, bucket, epoch, active, spread_offset }
+        KubeJobs { ctx, api, cronjob, bucket, epoch, spread_offset }
     }
 }
 
@@ -50,13 +61,14 @@ impl Jobs for KubeJobs<'_> {
 
     async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, kube::Error> {
         self.ctx.limiter.acquire(Priority::Create).await;
-        Ok(self.api.get_opt(name).await?.as_ref().map(child_job))
+        Ok(sent_within(self.api.get_opt(name)).await?.as_ref().map(child_job))
     }
 
+    /// A sync deletes only the active Job a Replace run replaces: part of the due run, so
+    /// as urgent as its create (history cleanup is the bucket's, in the background).
     async fn delete(&mut self, name: &str) -> Result<(), kube::Error> {
-        let priority = if self.active.contains(name) { Priority::Create } else { Priority::Background };
-        self.ctx.limiter.acquire(priority).await;
-        match self.api.delete(name, &DeleteParams::background()).await {
+        self.ctx.limiter.acquire(Priority::Create).await;
+        match sent_within(self.api.delete(name, &DeleteParams::background())).await {
             // Already gone is what we wanted.
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
@@ -74,7 +86,7 @@ impl Jobs for KubeJobs<'_> {
             let annotations = job.metadata.annotations.get_or_insert_default();
             annotations.insert(SPREAD_OFFSET_ANNOTATION.to_owned(), format!("{offset}s"));
         }
-        match self.api.create(&PostParams::default(), &job).await {
+        match sent_within(self.api.create(&PostParams::default(), &job)).await {
             Ok(job) => Ok(CreateResult::Created(child_job(&job))),
             Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
                 Ok(CreateResult::AlreadyExists)

@@ -32,7 +32,7 @@ pub use context::{Clock, Context, Settings};
 pub use error::{Error, Result, SyncError};
 pub use sync::{
     ChildJob, ConcurrencyPolicy, CreateResult, CronJobSpec, CronJobState, CronJobStatus, Event, EventType, Finished,
-    Invalid, JobRef, JobRequest, Jobs, MissReason, Outcome, sync, sync_spread,
+    Invalid, JobRef, JobRequest, Jobs, MissReason, Outcome, history_deleted, sync, sync_spread,
 };
 
 /// How often the slow pass labels CronJob-owned Jobs that lack the bucket label.

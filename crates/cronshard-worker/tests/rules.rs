@@ -100,7 +100,8 @@ async fn suspend_stops_new_runs_but_not_status_or_history_work() {
     cj.status.last_schedule_time = Some(t("2026-11-30T08:00:00Z"));
     let out = run(&cj, &[done], "2026-11-30T09:00:00Z", &mut jobs).await;
     assert!(!jobs.calls.iter().any(|c| c.starts_with("create")));
-    assert_eq!(reasons(&out), ["SawCompletedJob", "SuccessfulDelete"]);
+    assert_eq!(reasons(&out), ["SawCompletedJob"]);
+    assert_eq!(out.history, ["nightly-1"], "history is cleaned up while suspended");
     assert!(out.status.active.is_empty() && out.status_changed);
     assert_eq!(out.requeue_at, None);
 }
@@ -224,7 +225,7 @@ async fn children_are_reconciled_against_status_active() {
 }
 
 #[tokio::test]
-async fn history_limits_delete_the_oldest_by_start_time() {
+async fn history_limits_name_the_oldest_by_start_time_for_the_caller_to_delete() {
     let mut cj = cronjob("0 0 1 1 *");
     cj.status.last_schedule_time = Some(t("2026-11-30T08:00:00Z"));
     let ok = |n: &str, start: Option<&str>| job(n, Some(Finished::Complete), start);
@@ -240,24 +241,24 @@ async fn history_limits_delete_the_oldest_by_start_time() {
     let mut jobs = FakeJobs::default();
     let out = run(&cj, &children, "2026-11-30T09:00:00Z", &mut jobs).await;
     // Five successes, limit 3: the two oldest (equal start times, by name). Two failures,
-    // limit 1: the older one.
-    assert_eq!(jobs.calls, ["delete nightly-a1", "delete nightly-a2", "delete nightly-f1"]);
-    assert_eq!(reasons(&out), ["SuccessfulDelete"; 3]);
-    // Limit 0 deletes every one of that kind; unset start times go last.
+    // limit 1: the older one. The sync itself sends nothing: the worker deletes them later.
+    assert_eq!(out.history, ["nightly-a1", "nightly-a2", "nightly-f1"]);
+    assert!(jobs.calls.is_empty() && out.events.is_empty());
+    // Limit 0 names every one of that kind; unset start times go last.
     cj.spec.successful_jobs_history_limit = Some(4);
     cj.spec.failed_jobs_history_limit = Some(0);
-    let mut jobs = FakeJobs::default();
-    run(&cj, &children, "2026-11-30T09:00:00Z", &mut jobs).await;
-    assert_eq!(jobs.calls, ["delete nightly-a1", "delete nightly-f1", "delete nightly-f2"]);
+    let out = run(&cj, &children, "2026-11-30T09:00:00Z", &mut FakeJobs::default()).await;
+    assert_eq!(out.history, ["nightly-a1", "nightly-f1", "nightly-f2"]);
     let mut many = children.clone();
     many.push(ok("nightly-y", None));
     cj.spec.successful_jobs_history_limit = Some(5);
-    let mut jobs = FakeJobs::default();
-    run(&cj, &many, "2026-11-30T09:00:00Z", &mut jobs).await;
-    assert!(
-        jobs.calls.contains(&"delete nightly-a1".to_owned())
-            && !jobs.calls.iter().any(|c| c.ends_with("-x") || c.ends_with("-y"))
-    );
+    let out = run(&cj, &many, "2026-11-30T09:00:00Z", &mut FakeJobs::default()).await;
+    assert_eq!(out.history, ["nightly-a1", "nightly-f1", "nightly-f2"], "unset start times are the newest");
+    // Upstream's Events for what the worker's deletes did.
+    assert_eq!(history_deleted("nightly-a1", Ok(())).message, "Deleted job nightly-a1");
+    let failed = history_deleted("nightly-a1", Err("etcdserver: request timed out".into()));
+    assert_eq!((failed.kind, failed.reason), (EventType::Warning, "FailedDelete"));
+    assert_eq!(failed.message, "Deleted job: etcdserver: request timed out");
 }
 
 #[tokio::test]
@@ -273,10 +274,10 @@ async fn fix_the_job_of_an_unrecorded_run_is_never_deleted_by_history_cleanup() 
     let mut jobs = FakeJobs::default();
     jobs.live.insert(name.clone(), fast.clone());
     let out = run(&cj, &[fast, older.clone()], "2026-11-30T08:05:30Z", &mut jobs).await;
-    assert_eq!(jobs.calls[0], format!("delete {}", older.name), "recorded runs are cleaned up");
-    assert!(!jobs.calls.contains(&format!("delete {name}")));
-    // The create finds the Job and records the run instead of starting it twice.
-    assert_eq!(jobs.calls[1..], [format!("create {name}"), format!("get {name}")]);
+    assert_eq!(out.history, [older.name.clone()], "recorded runs are cleaned up, the unrecorded one is not");
+    // The create finds the Job and records the run instead of starting it twice; no
+    // deletion comes before it.
+    assert_eq!(jobs.calls, [format!("create {name}"), format!("get {name}")]);
     assert_eq!(out.status.last_schedule_time, Some(t("2026-11-30T08:05:00Z")));
 }
 
@@ -289,7 +290,7 @@ async fn a_cronjob_being_deleted_only_gets_its_status_reconciled() {
     cj.status.active = vec![active(&done)];
     let mut jobs = FakeJobs::default();
     let out = run(&cj, &[done], "2026-11-30T09:00:00Z", &mut jobs).await;
-    assert!(jobs.calls.is_empty(), "no deletes, no creates");
+    assert!(jobs.calls.is_empty() && out.history.is_empty(), "no deletes, no creates");
     assert_eq!(reasons(&out), ["SawCompletedJob"]);
     assert!(out.status.active.is_empty());
 }

@@ -1,6 +1,6 @@
 //! The spec's rules end to end against the in-process simulator, with its clock offset:
 //! the Job a run creates, suspend, missed runs after downtime, startingDeadlineSeconds,
-//! history limits, the AlreadyExists repair, and the Job labelling pass surviving a 410
+//! history limits (never in front of a due create), the AlreadyExists repair, and the Job labelling pass surviving a 410
 //! in the middle of its paginated list.
 
 mod common;
@@ -174,6 +174,52 @@ async fn history_limits_delete_the_oldest_finished_jobs() {
         .map(|r| r.name.clone())
         .collect();
     assert_eq!(deleted.len(), 3, "each deleted once: {deleted:?}");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+/// History cleanup waits at the lowest priority, after the sync: a due create never queues
+/// behind it, even while Events hold the background queue for minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_create_never_waits_for_history_cleanup() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    let boundary = before_boundary(&sim, &clock, 4);
+    let created = sim.store().clock().now();
+    let spec = json!({"schedule": "* * * * *", "successfulJobsHistoryLimit": 0});
+    load(
+        &sim,
+        &[
+            cronjob("busy", "uid-busy", created, spec),
+            owned_job("busy-old", "busy", "uid-busy", true, finished("Complete", 1)),
+        ],
+    );
+    let settings = cronshard_worker::Settings {
+        identity: "replica-test".into(),
+        buckets: std::num::NonZeroU32::MIN,
+        selector: None,
+    };
+    let limiter = cronshard_worker::limiter::Limiter::new(20.0, 1);
+    let ctx = cronshard_worker::Context::new(config, limiter, settings, clock.clone(), Default::default())
+        .expect("context");
+    // 2,000 background calls ahead of the cleanup: 100 s of the budget.
+    let flood: Vec<_> = (0..2000)
+        .map(|_| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move { ctx.limiter.acquire(cronshard_worker::limiter::Priority::Background).await })
+        })
+        .collect();
+    let (stop, worker) = common::start(ctx);
+
+    let run = cronshard_types::cronjob::job_name("busy", boundary);
+    wait_for("the due run", || job_names(&sim).contains(&run)).await;
+    assert!(job_names(&sim).contains(&"busy-old".to_owned()), "the cleanup is still queued behind the flood");
+    for task in &flood {
+        task.abort();
+    }
+    wait_for("the cleanup, once the background queue is free", || job_names(&sim) == [run.clone()]).await;
+    wait_for("its Event", || event_reasons(&sim, "busy").contains(&"SuccessfulDelete".to_owned())).await;
     let _ = stop.send(true);
     worker.await.expect("joins");
 }

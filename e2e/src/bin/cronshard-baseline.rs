@@ -23,7 +23,7 @@ use cronshard_types::Timestamp;
 use cronshard_worker::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
 use cronshard_worker::kube_jobs::KubeJobs;
 use cronshard_worker::limiter::{Limiter, Priority};
-use cronshard_worker::{Clock, Context, Outcome, Settings, sync};
+use cronshard_worker::{Clock, Context, Jobs, Outcome, Settings, history_deleted, sync};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, ListParams, PostParams};
@@ -94,13 +94,18 @@ async fn sigterm() {
     }
 }
 
-/// One sync as both algorithms do it: the pure sync, then the status write and Events.
+/// One sync as both algorithms do it: the pure sync (which creates the due run), then, as
+/// upstream, history cleanup, the status write and Events.
 async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::ChildJob>) -> Option<Timestamp> {
     let state = cronjob_state(cj)?;
     // Upstream knows no spread.
     let cached = cronshard_worker::cached::CachedCronJob::new(cj.clone());
     let mut io = KubeJobs::new(ctx, &cached, &state, 0, 0, None);
-    let outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
+    let mut outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
+    for name in &outcome.history {
+        let result = io.delete(name).await.map_err(|e| e.to_string());
+        outcome.events.push(history_deleted(name, result));
+    }
     if outcome.status_changed {
         let namespace = state.namespace.clone();
         let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);

@@ -1,5 +1,5 @@
-//! The bucket worker's API calls: one bounded sync, one status write, and the report of an
-//! object that does not decode.
+//! The bucket worker's API calls: one sync, one status write, and the report of an object
+//! that does not decode.
 
 use std::sync::Arc;
 
@@ -7,14 +7,13 @@ use k8s_openapi::api::batch::v1::CronJob;
 use kube::api::{Api, PostParams};
 use tracing::Instrument;
 
-use super::SYNC_TIMEOUT;
 use super::index::Due;
 use crate::SyncError;
 use crate::cached::CachedCronJob;
 use crate::context::Context;
 use crate::convert::status_to_k8s;
 use crate::decoded::Undecodable;
-use crate::kube_jobs::KubeJobs;
+use crate::kube_jobs::{KubeJobs, REQUEST_TIMEOUT, sent_within};
 use crate::limiter::Priority;
 use crate::sync::{CronJobStatus, EventType, Outcome, sync_spread};
 
@@ -53,40 +52,48 @@ pub(super) enum WriteResult {
 
 pub(super) type StatusWrite = Result<WriteResult, SyncError>;
 
-/// One sync of one CronJob, bounded in time: a hung API call must not hold the bucket.
-pub(super) async fn sync_with_timeout(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
+/// One sync of one CronJob. Each of its requests is bounded in time once sent (a hung call
+/// must not hold the bucket); its waits for the budget are not.
+pub(super) async fn sync_due(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &Due) -> Outcome {
     let (state, children) = (&due.state, due.children.as_slice());
     let mut io = KubeJobs::new(ctx, &due.cronjob, &due.state, bucket, epoch, due.spread_offset);
     let span = tracing::info_span!("reconcile", cronjob = %due.key, bucket);
     let now = ctx.clock.now();
-    let sync = sync_spread(state, children, now, due.spread_offset.unwrap_or(0), &mut io);
-    match tokio::time::timeout(SYNC_TIMEOUT, sync.instrument(span)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Outcome {
-            status: state.status.clone(),
-            status_changed: false,
-            events: Vec::new(),
-            requeue_at: None,
-            created: None,
-            error: Some(SyncError::Timeout { what: "sync", after: SYNC_TIMEOUT }),
-            invalid: None,
-            missed: Vec::new(),
-            reported_through: state.reported_through,
-        },
-    }
+    sync_spread(state, children, now, due.spread_offset.unwrap_or(0), &mut io).instrument(span).await
 }
 
 /// One status write with the object's resourceVersion; a 409 re-reads the object.
 ///
 /// Thousands of writes may wait for the budget after a herd, so what waits is kept small:
 /// the object is decoded, and the client's request future allocated, only once it allows
-/// the write.
+/// the write. Each request is bounded in time once sent, never its wait for the budget.
 pub(super) async fn write_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
     ctx.limiter.acquire(Priority::Status).await;
-    Box::pin(replace_status(ctx, cj, status)).await
+    let written = match Box::pin(tokio::time::timeout(REQUEST_TIMEOUT, replace_status(ctx, cj, status))).await {
+        Ok(written) => written?,
+        Err(_) => return Err(SyncError::Timeout { what: "status write", after: REQUEST_TIMEOUT }),
+    };
+    match written {
+        Some(fresh) => Ok(WriteResult::Written(fresh)),
+        None => {
+            ctx.limiter.acquire(Priority::Status).await;
+            // The key is `namespace/name`, and neither part may contain a slash.
+            let (namespace, name) = cj.key().split_once('/').unwrap_or(("", cj.key()));
+            let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), namespace);
+            match Box::pin(sent_within(api.get_opt(name))).await {
+                Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
+                Err(e) => Err(SyncError::StatusReread(e.to_string())),
+            }
+        }
+    }
 }
 
-async fn replace_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
+/// The write itself: the object as written, or `None` on a 409 Conflict.
+async fn replace_status(
+    ctx: &Context,
+    cj: &CachedCronJob,
+    status: &CronJobStatus,
+) -> Result<Option<Box<CronJob>>, SyncError> {
     let mut updated =
         cj.decode().map_err(|e| SyncError::StatusWrite(format!("the cached object does not decode: {e}")))?;
     let namespace = updated.metadata.namespace.clone().unwrap_or_default();
@@ -94,14 +101,8 @@ async fn replace_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatu
     let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
     updated.status = Some(status_to_k8s(&namespace, status));
     match api.replace_status(&name, &PostParams::default(), &updated).await {
-        Ok(fresh) => Ok(WriteResult::Written(Box::new(fresh))),
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            ctx.limiter.acquire(Priority::Status).await;
-            match api.get_opt(&name).await {
-                Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
-                Err(e) => Err(SyncError::StatusReread(e.to_string())),
-            }
-        }
+        Ok(fresh) => Ok(Some(Box::new(fresh))),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
         Err(e) => Err(SyncError::StatusWrite(e.to_string())),
     }
 }

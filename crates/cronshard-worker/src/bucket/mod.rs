@@ -3,6 +3,8 @@
 //! syncs themselves. Nothing here walks all CronJobs or all Jobs of a namespace.
 
 mod calls;
+mod due;
+mod history;
 mod index;
 mod leftovers;
 mod spread;
@@ -27,16 +29,18 @@ use crate::context::Context;
 use crate::convert::{child_job, key};
 use crate::decoded::{Decoded, decodable};
 use crate::metrics::{ObjectLabels, ReasonLabels};
-use crate::sync::{ChildJob, CronJobStatus, Outcome};
+use crate::sync::{ChildJob, Outcome};
 
-use self::calls::{StatusWrite, WriteResult, report_undecodable, sync_with_timeout, write_status};
+use self::calls::{StatusWrite, WriteResult, report_undecodable, write_status};
+use self::due::Streams;
+use self::history::HistoryDeletes;
 use self::index::{Due, Index, Listing};
 use self::spread::Spreads;
 use self::timers::Timers;
 use self::writes::{Landed, StatusWrites};
 
-/// Longest a sync (or its status write) may take before the bucket moves on.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a handed-over bucket spends writing what it decided.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Timers are re-checked at least this often, so a jump of the (test) clock is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// How many syncs of one bucket run at once.
@@ -45,6 +49,8 @@ const PARALLEL_SYNCS: usize = 16;
 /// once. Enough that, across the buckets, status writes keep waiting at the limiter until
 /// they are done: with fewer, the gaps between them go to Events, which are less urgent.
 const PARALLEL_WRITES: usize = 256;
+/// How many history deletions of one bucket wait for the budget or are in flight at once.
+const PARALLEL_DELETES: usize = 64;
 
 struct Worker {
     ctx: Arc<Context>,
@@ -55,6 +61,7 @@ struct Worker {
     writes: StatusWrites,
     /// The status writes in flight: (CronJob key, result).
     writing: JoinSet<(String, StatusWrite)>,
+    history: HistoryDeletes,
     cronjob_list: Listing<CachedCronJob>,
     job_list: Listing<ChildJob>,
     /// Unlabellable CronJobs of this bucket in the cache: key -> resourceVersion read.
@@ -71,7 +78,7 @@ pub async fn run(
     ctx: Arc<Context>,
     bucket: u32,
     epoch: i32,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
     ready: Arc<AtomicUsize>,
 ) {
     let selector = ctx.bucket_selector(bucket);
@@ -81,8 +88,11 @@ pub async fn run(
     let job_selector = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
     let job_config = watcher::Config::default().labels(&job_selector).any_semantic();
     let cronjobs = Api::<Decoded<CronJob>>::all(ctx.client.clone());
-    let mut cronjob_events = watcher(cronjobs, config).default_backoff().boxed();
-    let mut job_events = watcher(Api::<Decoded<Job>>::all(ctx.client.clone()), job_config).default_backoff().boxed();
+    let mut streams = Streams {
+        cronjobs: watcher(cronjobs, config).default_backoff().boxed().fuse(),
+        jobs: watcher(Api::<Decoded<Job>>::all(ctx.client.clone()), job_config).default_backoff().boxed().fuse(),
+        stop,
+    };
     let mut w = Worker::new(ctx.clone(), bucket, epoch);
     let mut leftover_changes = ctx.leftovers.subscribe();
     let mut namespace_spread_changes = ctx.namespace_spreads.subscribe();
@@ -91,21 +101,22 @@ pub async fn run(
     loop {
         let sleep = w.next_wake();
         tokio::select! {
-            _ = stop.changed() => {
-                if *stop.borrow() {
+            _ = streams.stop.changed() => {
+                if *streams.stop.borrow() {
                     break;
                 }
             }
-            event = cronjob_events.next() => match event {
+            event = streams.cronjobs.next() => match event {
                 Some(event) => w.on_watch_event("CronJob", event, Worker::on_cronjob),
                 None => break,
             },
-            event = job_events.next() => match event {
+            event = streams.jobs.next() => match event {
                 Some(event) => w.on_watch_event("Job", event, Worker::on_job),
                 None => break,
             },
-            _ = tokio::time::sleep(sleep) => w.run_due().await,
+            _ = tokio::time::sleep(sleep) => w.run_due(&mut streams).await,
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
+            deleted = w.history.next_done(), if !w.history.is_idle() => w.history.done(&ctx, deleted),
             _ = ctx.clock.changed() => {}
             // A Namespace's spread default changed (or the first list came): every CronJob
             // syncs with what it now implies.
@@ -129,7 +140,7 @@ pub async fn run(
         }
     }
     // Handing the bucket over: what was decided is written before the Lease is released.
-    if *stop.borrow() {
+    if *streams.stop.borrow() {
         w.drain_writes().await;
     }
     drop(counted_ready);
@@ -153,6 +164,7 @@ impl Worker {
             timers: Timers::default(),
             writes: StatusWrites::new(PARALLEL_WRITES),
             writing: JoinSet::new(),
+            history: HistoryDeletes::new(PARALLEL_DELETES),
             cronjob_list: Listing::Unlisted,
             job_list: Listing::Unlisted,
             leftovers: HashMap::new(),
@@ -280,31 +292,6 @@ impl Worker {
         }
     }
 
-    /// Syncs every CronJob that is due, several at once. Their status writes go out in the
-    /// background, so a due create never queues behind a status write.
-    async fn run_due(&mut self) {
-        let now = self.ctx.clock.now();
-        let due: Vec<Due> = self.timers.pop_due(now).iter().filter_map(|k| self.due(k)).collect();
-        let (ctx, bucket, epoch) = (self.ctx.clone(), self.bucket, self.epoch);
-        let mut synced = futures::stream::iter(due)
-            .map(|due| {
-                let ctx = ctx.clone();
-                async move {
-                    let outcome = sync_with_timeout(&ctx, bucket, epoch, &due).await;
-                    (due, outcome)
-                }
-            })
-            .buffer_unordered(PARALLEL_SYNCS);
-        // Each result is applied as it comes, so a herd's outcomes are not all held at once;
-        // the status writes start when the bucket's due syncs are done, so that while a herd
-        // is being created they do not take the gaps between its creates at the server.
-        while let Some((due, outcome)) = synced.next().await {
-            self.finish(due, outcome);
-        }
-        self.start_writes();
-        self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
-    }
-
     /// What a sync of `k` reads: the cache, with the status this bucket decided last if the
     /// server does not have it yet, and the offset of its runs (a spread that cannot apply is
     /// ignored, with a Warning Event saying why).
@@ -340,6 +327,7 @@ impl Worker {
         if outcome.status_changed {
             self.writes.decided(k, outcome.status.clone());
         }
+        self.history.queue(&due.reference, &outcome.history);
         match &outcome.error {
             Some(error) => self.failed(k, error, outcome.requeue_at),
             None => self.timers.succeeded(k, outcome.requeue_at),
@@ -363,7 +351,7 @@ impl Worker {
             };
             let ctx = self.ctx.clone();
             self.writing.spawn(async move {
-                let written = write_status_with_timeout(&ctx, &cronjob, &status).await;
+                let written = write_status(&ctx, &cronjob, &status).await;
                 (k, written)
             });
         }
@@ -395,7 +383,8 @@ impl Worker {
         self.start_writes();
     }
 
-    /// Writes everything decided, within [`SYNC_TIMEOUT`] in all.
+    /// Writes everything decided, within [`DRAIN_TIMEOUT`] in all (history cleanup is left
+    /// to the next owner, whose syncs name the same Jobs).
     async fn drain_writes(&mut self) {
         let drain = async {
             self.start_writes();
@@ -403,7 +392,7 @@ impl Worker {
                 self.write_done(written);
             }
         };
-        if tokio::time::timeout(SYNC_TIMEOUT, drain).await.is_err() {
+        if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
             self.ctx.log_warn("sync", &format!("bucket {}: status writes did not finish in time", self.bucket));
         }
     }
@@ -434,13 +423,5 @@ impl Worker {
             return;
         }
         crate::events::publish(self.ctx.clone(), due.reference.clone(), outcome.events.clone());
-    }
-}
-
-/// A status write, bounded in time like a sync.
-async fn write_status_with_timeout(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
-    match tokio::time::timeout(SYNC_TIMEOUT, write_status(ctx, cj, status)).await {
-        Ok(result) => result,
-        Err(_) => Err(SyncError::Timeout { what: "status write", after: SYNC_TIMEOUT }),
     }
 }

@@ -1,18 +1,20 @@
-//! History cleanup: the oldest finished Jobs beyond the CronJob's history limits go.
+//! History cleanup: which finished Jobs beyond the CronJob's history limits go.
 
-use super::rules::{Sync, delete_job};
-use super::{ChildJob, Finished, Jobs};
+use super::rules::Sync;
+use super::{ChildJob, Finished};
 
-/// Deletes the oldest finished Jobs beyond the history limits: by `status.startTime`, unset
-/// last, ties by name. FIX: a Job for a run that `lastScheduleTime` does not record yet is
-/// never deleted, or the run could be started twice.
-pub(super) async fn cleanup_history<J: Jobs>(s: &mut Sync<'_>, children: &[ChildJob], jobs: &mut J) {
+/// The oldest finished Jobs beyond the history limits, by `status.startTime`, unset last,
+/// ties by name. Only named here: the caller deletes them after the sync, in the
+/// background. FIX: a Job for a run that `lastScheduleTime` does not record yet is never
+/// named, or the run could be started twice.
+pub(super) fn history_to_delete(s: &Sync<'_>, children: &[ChildJob]) -> Vec<String> {
     let recorded_minutes = s.status.last_schedule_time.map(|t| t.as_second() / 60);
     let unrecorded = |job: &ChildJob| {
         let suffix = job.name.strip_prefix(&s.cj.name).and_then(|rest| rest.strip_prefix('-'));
         let minutes = suffix.and_then(|m| m.parse::<i64>().ok());
         minutes.is_some_and(|m| recorded_minutes.is_none_or(|r| m > r))
     };
+    let mut names = Vec::new();
     for (kind, limit) in [
         (Finished::Complete, s.cj.spec.successful_jobs_history_limit),
         (Finished::Failed, s.cj.spec.failed_jobs_history_limit),
@@ -29,12 +31,7 @@ pub(super) async fn cleanup_history<J: Jobs>(s: &mut Sync<'_>, children: &[Child
             (None, Some(_)) => std::cmp::Ordering::Greater,
             _ => a.name.cmp(&b.name),
         });
-        for job in finished.into_iter().take(excess) {
-            if unrecorded(job) {
-                continue;
-            }
-            // A failed delete is reported and retried on the next sync; it does not stop the run.
-            let _ = delete_job(s, job, jobs).await;
-        }
+        names.extend(finished.into_iter().take(excess).filter(|job| !unrecorded(job)).map(|job| job.name.clone()));
     }
+    names
 }

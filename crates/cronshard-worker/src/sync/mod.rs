@@ -1,4 +1,5 @@
-//! One sync of one CronJob: reconcile its Jobs, clean up history, decide on a run, create it.
+//! One sync of one CronJob: reconcile its Jobs, decide on a run, create it, and name the
+//! finished Jobs that history cleanup removes.
 
 mod history;
 mod missed;
@@ -164,4 +165,17 @@ pub struct Outcome {
     pub missed: Vec<(MissReason, u64)>,
     /// The new `reported_through` for the worker to remember.
     pub reported_through: Option<Timestamp>,
+    /// Finished Jobs beyond the history limits, oldest first: the caller deletes them after
+    /// the sync, as upstream cleans up after its create, and in the background, so that a
+    /// due create never waits for history cleanup (see [`history_deleted`]).
+    pub history: Vec<String>,
+}
+
+/// The Event upstream records for a Job that history cleanup deleted (`Ok`), or failed to
+/// delete (`Err` with the error; retried on the CronJob's next sync).
+pub fn history_deleted(name: &str, result: Result<(), String>) -> Event {
+    match result {
+        Ok(()) => Event { kind: EventType::Normal, reason: "SuccessfulDelete", message: format!("Deleted job {name}") },
+        Err(e) => Event { kind: EventType::Warning, reason: "FailedDelete", message: format!("Deleted job: {e}") },
+    }
 }

@@ -6,7 +6,7 @@ use cronshard_types::cronjob::job_name;
 use cronshard_types::{CronJobSchedule, Error as ScheduleError, Timestamp};
 use jiff::SignedDuration;
 
-use super::history::cleanup_history;
+use super::history::history_to_delete;
 use super::missed::count_missed;
 use super::{
     ChildJob, ConcurrencyPolicy, CreateResult, CronJobState, CronJobStatus, Event, EventType, Finished, Invalid,
@@ -40,6 +40,7 @@ pub(super) struct Sync<'a> {
     events: Vec<Event>,
     missed: Vec<(MissReason, u64)>,
     pub(super) reported_through: Option<Timestamp>,
+    history: Vec<String>,
 }
 
 /// One sync of `cj` at `now`. `children` are the Jobs the owner index holds for it (by
@@ -53,6 +54,7 @@ pub async fn sync<J: Jobs>(cj: &CronJobState, children: &[ChildJob], now: Timest
         events: Vec::new(),
         missed: Vec::new(),
         reported_through: cj.reported_through,
+        history: Vec::new(),
     };
     let (Break(end) | Continue(end)) = s.rules(children, jobs).await;
     s.outcome(end)
@@ -80,14 +82,16 @@ pub async fn sync_spread<J: Jobs>(
 }
 
 impl Sync<'_> {
-    /// Upstream's order: children, history, schedule, the due run, concurrency, the create.
+    /// Upstream's order: children, schedule, the due run, concurrency, the create; the
+    /// history to clean up is named on the way (finished Jobs only, so the create cannot
+    /// change it) and deleted by the caller afterwards.
     async fn rules<J: Jobs>(&mut self, children: &[ChildJob], jobs: &mut J) -> ControlFlow<End, End> {
         self.reconcile_children(children);
         self.confirm_missing_active(children, jobs).await?;
         if self.cj.deleting {
             return Break(End::Requeue(None));
         }
-        cleanup_history(self, children, jobs).await;
+        self.history = history_to_delete(self, children);
         let schedule = self.runnable_schedule()?;
         let scheduled = self.due_run(&schedule)?;
         let name = job_name(&self.cj.name, scheduled);
@@ -381,6 +385,7 @@ impl Sync<'_> {
             invalid: None,
             missed: self.missed,
             reported_through: self.reported_through,
+            history: self.history,
         };
         match end {
             End::Requeue(at) => outcome.requeue_at = at,
@@ -394,17 +399,12 @@ impl Sync<'_> {
     }
 }
 
-/// Deletes a Job (Background propagation) and drops it from `status.active`.
-pub(super) async fn delete_job<J: Jobs>(s: &mut Sync<'_>, job: &ChildJob, jobs: &mut J) -> Result<(), String> {
-    match jobs.delete(&job.name).await {
-        Ok(()) => {
-            s.remove_active(&job.uid);
-            s.event(EventType::Normal, "SuccessfulDelete", format!("Deleted job {}", job.name));
-            Ok(())
-        }
-        Err(e) => {
-            s.event(EventType::Warning, "FailedDelete", format!("Deleted job: {e}"));
-            Err(e.to_string())
-        }
+/// Deletes an active Job (Replace; Background propagation) and drops it from `status.active`.
+async fn delete_job<J: Jobs>(s: &mut Sync<'_>, job: &ChildJob, jobs: &mut J) -> Result<(), String> {
+    let result = jobs.delete(&job.name).await.map_err(|e| e.to_string());
+    if result.is_ok() {
+        s.remove_active(&job.uid);
     }
+    s.events.push(super::history_deleted(&job.name, result.clone()));
+    result
 }
