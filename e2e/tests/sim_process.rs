@@ -172,6 +172,73 @@ fn kubectl_against_cronshard_sim() {
     assert_eq!(sim.terminate(), Some(0), "clean exit on SIGTERM");
 }
 
+/// An events.k8s.io/v1 Event about a CronJob, shaped as cronshard writes one (see
+/// cronshard-worker's `events`): regarding with the CronJob's uid, an eventTime, a
+/// reporting controller and instance, no legacy fields.
+fn cronshard_event_yaml(namespace: &str, cronjob: &str, uid: &str) -> String {
+    let now = jiff::Timestamp::now();
+    let event_time = format!("{}.{:06}Z", now.strftime("%Y-%m-%dT%H:%M:%S"), now.subsec_nanosecond() / 1000);
+    format!(
+        "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: {cronjob}.{:x}\n  namespace: {namespace}\n\
+         eventTime: \"{event_time}\"\nreportingController: cronshard\nreportingInstance: replica-a\naction: Sync\n\
+         reason: SuccessfulCreate\nnote: Created job {cronjob}-29934380\ntype: Normal\nregarding:\n\
+         \x20 apiVersion: batch/v1\n  kind: CronJob\n  namespace: {namespace}\n  name: {cronjob}\n  uid: {uid}\n",
+        now.as_nanosecond()
+    )
+}
+
+/// kubectl's generator commands send protobuf; `kubectl get events`, `kubectl events` and
+/// `kubectl describe` read core v1 Events, which show what was written through events.k8s.io.
+#[test]
+fn kubectl_generators_and_events_against_cronshard_sim() {
+    let sim = Sim::start(&["--no-job-runner"]);
+    assert_eq!(
+        ok(&sim.kubectl(&["create", "namespace", "team-a"], None), "create namespace"),
+        "namespace/team-a created\n"
+    );
+    let schedule = ["-n", "team-a", "create", "cronjob", "hello", "--image=busybox", "--schedule=*/5 * * * *", "-v=9"];
+    let created = sim.kubectl(&schedule, None);
+    assert_eq!(ok(&created, "create cronjob"), "cronjob.batch/hello created\n");
+    let log = text(&created.stderr);
+    assert!(log.contains("-H \"Content-Type: application/vnd.kubernetes.protobuf\""), "kubectl sent protobuf: {log}");
+    let job = sim.kubectl(&["-n", "team-a", "create", "job", "manual", "--from=cronjob/hello"], None);
+    assert_eq!(ok(&job, "create job --from"), "job.batch/manual created\n");
+    let got = sim.kubectl(
+        &["-n", "team-a", "get", "job", "manual", "-o",
+          "jsonpath={.metadata.ownerReferences[0].name} {.spec.template.spec.containers[0].image} {.spec.backoffLimit}"],
+        None,
+    );
+    assert_eq!(ok(&got, "get job"), "hello busybox 6");
+    let phase = sim.kubectl(&["get", "namespace", "team-a", "-o", "jsonpath={.status.phase} {.spec.finalizers}"], None);
+    assert_eq!(ok(&phase, "get namespace"), "Active [\"kubernetes\"]");
+
+    let uid =
+        ok(&sim.kubectl(&["-n", "team-a", "get", "cronjob", "hello", "-o", "jsonpath={.metadata.uid}"], None), "uid");
+    let event = sim.kubectl(&["create", "-f", "-"], Some(&cronshard_event_yaml("team-a", "hello", &uid)));
+    assert!(ok(&event, "create event").starts_with("event.events.k8s.io/hello."), "{}", text(&event.stdout));
+    let listed = ok(&sim.kubectl(&["-n", "team-a", "get", "events", "-o", "name"], None), "get events");
+    assert!(listed.starts_with("event/hello."), "{listed}");
+    let events = ok(&sim.kubectl(&["-n", "team-a", "events", "--for", "cronjob/hello"], None), "kubectl events");
+    let row: Vec<&str> =
+        events.lines().find(|l| l.contains("SuccessfulCreate")).unwrap_or_default().split_whitespace().collect();
+    let expected = ["Normal", "SuccessfulCreate", "CronJob/hello", "Created", "job", "hello-29934380"];
+    assert_eq!(row.get(1..), Some(&expected[..]), "kubectl events: {events}");
+    let described = ok(&sim.kubectl(&["-n", "team-a", "describe", "cronjob", "hello"], None), "describe");
+    let section = described.split("Events:").nth(1).unwrap_or_default();
+    let row: Vec<&str> =
+        section.lines().find(|l| l.contains("SuccessfulCreate")).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        (row.first(), row.get(1), row.get(3), row.get(4..)),
+        (
+            Some(&"Normal"),
+            Some(&"SuccessfulCreate"),
+            Some(&"cronshard"),
+            Some(&["Created", "job", "hello-29934380"][..])
+        ),
+        "describe shows the Event cronshard wrote: {described}"
+    );
+}
+
 #[test]
 fn sigterm_stops_the_simulator_even_with_open_watches() {
     let mut sim = Sim::start(&[]);

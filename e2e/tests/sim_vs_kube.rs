@@ -7,6 +7,8 @@
 //! does a known one that is gone.
 
 mod common;
+#[path = "sim_vs_kube/protobuf.rs"]
+mod protobuf;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -15,18 +17,19 @@ use common::real::{Options, Testbed};
 use http::{Method, Request};
 use serde_json::{Value, json};
 
-/// One request of the script: a name, a method, a path (`{ns}` is the test's namespace), a
-/// body and its content type.
+/// One request of the script: a name, a method, a path and JSON body (`{ns}` in either is the
+/// test's namespace) or a body of raw bytes, and its content type.
 struct Step {
     name: &'static str,
     method: Method,
     path: String,
     body: Option<Value>,
+    raw: Option<Vec<u8>>,
     content_type: &'static str,
 }
 
 fn step(name: &'static str, method: Method, path: &str, body: Option<Value>) -> Step {
-    Step { name, method, path: path.to_owned(), body, content_type: "application/json" }
+    Step { name, method, path: path.to_owned(), body, raw: None, content_type: "application/json" }
 }
 
 fn cronjob(name: &str, schedule: &str, extra: Value) -> Value {
@@ -52,7 +55,11 @@ const NIGHTLY: &str = "/apis/batch/v1/namespaces/{ns}/cronjobs/nightly";
 
 /// The whole sequence, in order: each step may depend on the ones before it.
 fn script() -> Vec<Step> {
-    let mut steps: Vec<Step> = [creates_and_reads(), writes(), leases_and_events()].into_iter().flatten().collect();
+    let mut steps: Vec<Step> =
+        [creates_and_reads(), protobuf_bodies(), writes(), leases_and_events(), one_event_store()]
+            .into_iter()
+            .flatten()
+            .collect();
     for step in &mut steps {
         if step.method == Method::PATCH && step.content_type == "application/json" {
             step.content_type = "application/merge-patch+json";
@@ -105,6 +112,24 @@ fn creates_and_reads() -> Vec<Step> {
         step("get at resourceVersion 0", Method::GET, &format!("{one}?resourceVersion=0"), None),
         step("list by label", Method::GET, &format!("{cronjobs}?labelSelector=team%3Da"), None),
         step("list by field", Method::GET, &format!("{cronjobs}?fieldSelector=metadata.name%3Dhourly"), None),
+    ]
+}
+
+/// Protobuf bodies, as kubectl's generator commands send them.
+fn protobuf_bodies() -> Vec<Step> {
+    let media = "application/vnd.kubernetes.protobuf";
+    vec![
+        Step {
+            content_type: media,
+            raw: Some(protobuf::cronjob_protobuf()),
+            ..step("create from protobuf (kubectl create cronjob)", Method::POST, CRONJOBS, None)
+        },
+        step("get the CronJob created from protobuf", Method::GET, &format!("{CRONJOBS}/from-protobuf"), None),
+        Step {
+            content_type: media,
+            raw: Some(b"{\"kind\":\"CronJob\"}".to_vec()),
+            ..step("a protobuf body without the protobuf prefix: BadRequest", Method::POST, CRONJOBS, None)
+        },
     ]
 }
 
@@ -211,6 +236,62 @@ fn leases_and_events() -> Vec<Step> {
     ]
 }
 
+const CORE_EVENTS: &str = "/api/v1/namespaces/{ns}/events";
+const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/{ns}/events";
+
+/// Core v1 and events.k8s.io/v1 Events are one store: each API reads, lists and selects what
+/// the other wrote, converted.
+fn one_event_store() -> Vec<Step> {
+    let legacy = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "nightly-1.1"},
+        "involvedObject": {"kind": "Job", "namespace": "{ns}", "name": "nightly-1", "apiVersion": "batch/v1"},
+        "reason": "Completed", "message": "Job completed", "type": "Normal",
+        "source": {"component": "job-controller", "host": "node-1"},
+        "firstTimestamp": "2026-01-01T03:00:00Z", "lastTimestamp": "2026-01-01T03:05:00Z", "count": 4});
+    let mut elsewhere = legacy.clone();
+    elsewhere["metadata"]["name"] = json!("nightly-1.2");
+    elsewhere["involvedObject"]["namespace"] = json!("kube-system");
+    vec![
+        step("the events.k8s.io Event through core v1", Method::GET, &format!("{CORE_EVENTS}/nightly.1"), None),
+        step("a core v1 Event", Method::POST, CORE_EVENTS, Some(legacy)),
+        step("the core v1 Event through events.k8s.io", Method::GET, &format!("{EVENTS}/nightly-1.1"), None),
+        step("a core v1 Event about another namespace's object: Invalid", Method::POST, CORE_EVENTS, Some(elsewhere)),
+        step("list Events through core v1", Method::GET, CORE_EVENTS, None),
+        step("list Events through events.k8s.io", Method::GET, EVENTS, None),
+        step(
+            "core v1 Events by involvedObject (kubectl describe)",
+            Method::GET,
+            &format!("{CORE_EVENTS}?fieldSelector=involvedObject.kind%3DCronJob%2CinvolvedObject.name%3Dnightly"),
+            None,
+        ),
+        step("core v1 Events by source", Method::GET, &format!("{CORE_EVENTS}?fieldSelector=source%3Dcronshard"), None),
+        step(
+            "events.k8s.io Events by regarding and reason",
+            Method::GET,
+            &format!("{EVENTS}?fieldSelector=regarding.name%3Dnightly-1%2Creason%3DCompleted"),
+            None,
+        ),
+        step(
+            "events.k8s.io Events by reportingController",
+            Method::GET,
+            &format!("{EVENTS}?fieldSelector=reportingController%3Dcronshard%2Cregarding.kind%3DCronJob"),
+            None,
+        ),
+        step(
+            "events.k8s.io Events by a core field: BadRequest",
+            Method::GET,
+            &format!("{EVENTS}?fieldSelector=involvedObject.name%3Dnightly"),
+            None,
+        ),
+        step(
+            "delete the events.k8s.io Event through core v1",
+            Method::DELETE,
+            &format!("{CORE_EVENTS}/nightly.1"),
+            None,
+        ),
+        step("it is gone from events.k8s.io: NotFound", Method::GET, &format!("{EVENTS}/nightly.1"), None),
+    ]
+}
+
 /// Body differences the simulator has on purpose: a path in the body (a list item's path
 /// without its `/items/N` prefix), and why. Codes, reasons and causes have no exceptions.
 const KNOWN: &[(&str, &str)] = &[
@@ -260,7 +341,11 @@ fn mask(value: &mut Value) {
 }
 
 async fn send(client: &kube::Client, ns: &str, s: &Step, continue_token: &str) -> Answer {
-    let body = s.body.as_ref().map(|b| serde_json::to_vec(b).expect("json")).unwrap_or_default();
+    let body = match (&s.raw, &s.body) {
+        (Some(raw), _) => raw.clone(),
+        (None, Some(json)) => json.to_string().replace("{ns}", ns).into_bytes(),
+        (None, None) => Vec::new(),
+    };
     let request = Request::builder()
         .method(s.method.clone())
         .uri(s.path.replace("{ns}", ns).replace("{continue}", continue_token))

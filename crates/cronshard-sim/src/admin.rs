@@ -230,7 +230,7 @@ async fn audit(State(state): State<SimState>, Query(query): Query<HashMap<String
 
 async fn stats(State(state): State<SimState>) -> Json<Value> {
     let store = state.store();
-    let objects: HashMap<String, usize> = Resource::ALL.into_iter().map(|r| (r.to_string(), store.count(r))).collect();
+    let objects: HashMap<String, usize> = Resource::stored().map(|r| (r.to_string(), store.count(r))).collect();
     Json(json!({
         "revision": store.revision(),
         "compacted": store.compacted(),

@@ -74,6 +74,9 @@ pub enum ApiError {
     /// 415, with the media types this request accepts.
     #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
     UnsupportedMediaType(&'static str),
+    /// 415 for a protobuf body with a field the simulator's protobuf schema does not have.
+    #[error("{0}")]
+    UndecodableProtobuf(String),
     #[error("Request entity too large: limit is {0}")]
     RequestEntityTooLarge(usize),
     #[error("Too many requests, please try again later.")]
@@ -105,7 +108,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) | ApiError::UndecodableProtobuf(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -128,7 +131,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "Forbidden",
             ApiError::Unauthorized => "Unauthorized",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
-            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::UnsupportedMediaType(_) | ApiError::UndecodableProtobuf(_) => "UnsupportedMediaType",
             ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests { .. } => "TooManyRequests",
             ApiError::InternalError(_) => "InternalError",

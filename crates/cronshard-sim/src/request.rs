@@ -132,11 +132,12 @@ fn parse_bool(name: &str, value: &str) -> Result<bool> {
 }
 
 impl ListParams {
-    pub fn parse(query: &HashMap<String, String>) -> Result<Self> {
+    /// The parameters of a list or watch of `resource` (its field selector's labels are its own).
+    pub fn parse(query: &HashMap<String, String>, resource: Resource) -> Result<Self> {
         let get = |k: &str| query.get(k).map(String::as_str);
         let mut p = ListParams {
             labels: crate::selector::parse_labels(get("labelSelector").unwrap_or(""))?,
-            fields: FieldSelector::parse(get("fieldSelector").unwrap_or(""))?,
+            fields: FieldSelector::parse(get("fieldSelector").unwrap_or(""), resource)?,
             ..ListParams::default()
         };
         if let Some(limit) = get("limit").filter(|l| !l.is_empty()) {
@@ -286,25 +287,35 @@ mod tests {
 
     #[test]
     fn list_parameter_combinations() {
-        assert!(ListParams::parse(&query(&[("resourceVersionMatch", "Exact")])).is_err());
-        assert!(ListParams::parse(&query(&[("resourceVersion", "0"), ("resourceVersionMatch", "Exact")])).is_err());
-        assert!(ListParams::parse(&query(&[("resourceVersion", "abc")])).is_err());
-        assert!(ListParams::parse(&query(&[("limit", "x")])).is_err());
-        assert!(ListParams::parse(&query(&[("watch", "1"), ("sendInitialEvents", "true")])).is_err());
-        let p = ListParams::parse(&query(&[
-            ("watch", "true"),
-            ("sendInitialEvents", "true"),
-            ("allowWatchBookmarks", "true"),
-            ("resourceVersionMatch", "NotOlderThan"),
-            ("resourceVersion", ""),
-        ]));
+        assert!(ListParams::parse(&query(&[("resourceVersionMatch", "Exact")]), Resource::CronJobs).is_err());
+        assert!(
+            ListParams::parse(
+                &query(&[("resourceVersion", "0"), ("resourceVersionMatch", "Exact")]),
+                Resource::CronJobs
+            )
+            .is_err()
+        );
+        assert!(ListParams::parse(&query(&[("resourceVersion", "abc")]), Resource::CronJobs).is_err());
+        assert!(ListParams::parse(&query(&[("limit", "x")]), Resource::CronJobs).is_err());
+        assert!(
+            ListParams::parse(&query(&[("watch", "1"), ("sendInitialEvents", "true")]), Resource::CronJobs).is_err()
+        );
+        let p = ListParams::parse(
+            &query(&[
+                ("watch", "true"),
+                ("sendInitialEvents", "true"),
+                ("allowWatchBookmarks", "true"),
+                ("resourceVersionMatch", "NotOlderThan"),
+                ("resourceVersion", ""),
+            ]),
+            Resource::CronJobs,
+        );
         assert!(p.is_ok(), "a streaming list may leave resourceVersion empty");
         assert!(
-            ListParams::parse(&query(&[
-                ("watch", "true"),
-                ("resourceVersion", "5"),
-                ("resourceVersionMatch", "NotOlderThan")
-            ]))
+            ListParams::parse(
+                &query(&[("watch", "true"), ("resourceVersion", "5"), ("resourceVersionMatch", "NotOlderThan")]),
+                Resource::CronJobs
+            )
             .is_err()
         );
     }

@@ -5,6 +5,7 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Cause, Result};
+use crate::event;
 
 /// A served resource type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,6 +97,31 @@ impl Resource {
     /// A PUT to a missing object creates it (leases and events, as kube-apiserver's strategies say).
     pub fn allow_create_on_update(self) -> bool {
         matches!(self, Resource::Leases | Resource::Events | Resource::CoreEvents)
+    }
+
+    /// The table this resource is kept in: kube-apiserver keeps one Event store and serves it
+    /// through both core v1 and events.k8s.io/v1.
+    pub fn storage(self) -> Resource {
+        if self == Resource::Events { Resource::CoreEvents } else { self }
+    }
+
+    /// The resources with a table of their own.
+    pub fn stored() -> impl Iterator<Item = Resource> {
+        Resource::ALL.into_iter().filter(|r| r.storage() == *r)
+    }
+
+    /// An object of this resource in its table's form.
+    pub fn to_storage(self, object: Value) -> Value {
+        match self {
+            Resource::Events => event::to_core(object),
+            Resource::CoreEvents => event::core_shape(object),
+            _ => object,
+        }
+    }
+
+    /// An object of this resource's table as this resource serves it.
+    pub fn from_storage(self, object: Value) -> Value {
+        if self == Resource::Events { event::from_core(object) } else { object }
     }
 
     /// Has a `/status` subresource.
@@ -195,13 +221,26 @@ impl Resource {
                     o.entry("status").or_insert(json!({"phase": "Active"}));
                 }
             }
-            // Conversion through the core Event gives every events.k8s.io Event a source.
-            Resource::Events => {
-                if let Some(o) = object.as_object_mut() {
-                    o.entry("deprecatedSource").or_insert(json!({}));
-                }
-            }
-            Resource::Leases | Resource::CoreEvents => {}
+            // Events get their shape from the conversion to and from the stored form.
+            Resource::Leases | Resource::Events | Resource::CoreEvents => {}
+        }
+    }
+
+    /// What kube-apiserver's strategies set on every create, whatever the body said: a new
+    /// Namespace is `Active` and has the `kubernetes` finalizer.
+    pub fn prepare_for_create(self, object: &mut Value) {
+        if self != Resource::Namespaces {
+            return;
+        }
+        object["status"] = json!({"phase": "Active"});
+        if !object["spec"].is_object() {
+            object["spec"] = json!({});
+        }
+        let finalizers = object["spec"].as_object_mut().map(|s| s.entry("finalizers").or_insert_with(|| json!([])));
+        if let Some(list) = finalizers.and_then(Value::as_array_mut)
+            && !list.iter().any(|f| f == "kubernetes")
+        {
+            list.push(json!("kubernetes"));
         }
     }
 
@@ -225,8 +264,10 @@ impl Resource {
             // `batch.kubernetes.io/job-name`), and a label value is at most 63 characters.
             causes.push(Cause::invalid("spec.template.labels", name, "must be no more than 63 characters"));
         }
-        if self == Resource::Events && creating {
-            validate_new_event(object, &mut causes);
+        match self {
+            Resource::Events => event::validate(&event::to_core(object.clone()), true, creating, &mut causes),
+            Resource::CoreEvents => event::validate(object, false, creating, &mut causes),
+            _ => {}
         }
         if causes.is_empty() {
             return Ok(());
@@ -291,55 +332,9 @@ fn validate_cronjob_spec(object: &Value, creating: bool, causes: &mut Vec<Cause>
     }
 }
 
-/// An events.k8s.io/v1 Event on create, as kube-apiserver validates it (its legacy rules for
-/// an Event with eventTime, then the strict ones of the new API). Fields carry the internal
-/// type's names (`involvedObject`, `message`), as the real server reports them.
-fn validate_new_event(object: &Value, causes: &mut Vec<Cause>) {
-    let text = |path: &str| object.pointer(path).and_then(Value::as_str).unwrap_or("");
-    let namespace = text("/metadata/namespace");
-    if text("/regarding/namespace").is_empty() && !matches!(namespace, "default" | "kube-system") {
-        causes.push(Cause::invalid("involvedObject.namespace", "", "does not match event.namespace"));
-    }
-    let controller = text("/reportingController");
-    if controller.is_empty() {
-        causes.push(Cause::required("reportingController"));
-    }
-    if let Some(problem) = qualified_name_problem(controller) {
-        causes.push(Cause::invalid("reportingController", controller, &problem));
-    }
-    for (field, limit) in [("reportingInstance", 128), ("action", 128), ("reason", 128)] {
-        let value = text(&format!("/{field}"));
-        if value.is_empty() {
-            causes.push(Cause::required(field));
-        } else if value.len() > limit {
-            causes.push(Cause::invalid(field, "", &format!("can have at most {limit} characters")));
-        }
-    }
-    if text("/note").len() > 1024 {
-        causes.push(Cause::invalid("message", "", "can have at most 1024 characters"));
-    }
-    if object.get("eventTime").is_none_or(Value::is_null) {
-        causes.push(Cause::required("eventTime"));
-    }
-    let kind = text("/type");
-    if kind != "Normal" && kind != "Warning" {
-        causes.push(Cause::invalid("type", "", &format!("has invalid value: {kind}")));
-    }
-    for (field, json_field) in
-        [("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp")]
-    {
-        if object.get(json_field).is_some_and(|v| !v.is_null()) {
-            causes.push(Cause::invalid(field, "", "needs to be unset"));
-        }
-    }
-    if object.get("deprecatedCount").and_then(Value::as_i64).is_some_and(|c| c != 0) {
-        causes.push(Cause::invalid("count", "", "needs to be unset"));
-    }
-}
-
 /// apimachinery's qualified name (`[prefix/]name`, the name at most 63 characters of
 /// alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric), with its message.
-fn qualified_name_problem(value: &str) -> Option<String> {
+pub(crate) fn qualified_name_problem(value: &str) -> Option<String> {
     let name = value
         .rsplit_once('/')
         .map_or(value, |(prefix, name)| if dns_subdomain_problem(prefix, false).is_some() { "" } else { name });

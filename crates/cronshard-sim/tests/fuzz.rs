@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::http::Request;
 use cronshard_sim::request::{ContinueToken, ListParams, parse_path};
 use cronshard_sim::selector::{FieldSelector, LabelSelector};
-use cronshard_sim::{Config, SimState};
+use cronshard_sim::{Config, Resource, SimState};
 use proptest::prelude::*;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -136,10 +136,10 @@ proptest! {
     fn parsers_never_panic(text in any::<String>(), pairs in query()) {
         let _ = parse_path(&text);
         let _ = LabelSelector::parse(&text);
-        let _ = FieldSelector::parse(&text);
+        let _ = FieldSelector::parse(&text, Resource::CoreEvents);
         let _ = ContinueToken::decode(&text);
         let map: HashMap<String, String> = pairs.into_iter().collect();
-        let _ = ListParams::parse(&map);
+        let _ = ListParams::parse(&map, Resource::Events);
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn delete_one(
     if resource == Resource::Namespaces {
         // The namespace controller's job, done at once: nothing outlives its namespace.
         let everything = |_: &Object| true;
-        for inner in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
+        for inner in Resource::stored().filter(|r| r.namespaced()) {
             let page = store.list(inner, Some(name), ReadAt::Latest, None, 0, &everything)?;
             for object in page.items {
                 match delete_one(state, inner, name, &object.name, Propagation::Background, None, None) {
@@ -146,7 +146,7 @@ pub(super) fn delete_collection(
     query: &HashMap<String, String>,
     body: &[u8],
 ) -> Result<Outcome> {
-    let params = ListParams::parse(query)?;
+    let params = ListParams::parse(query, target.resource)?;
     let (propagation, _, _) = delete_options(target.resource, query, body)?;
     let filter = selector_filter(target, &params);
     let page = state.store().list(target.resource, target.namespace.as_deref(), ReadAt::Latest, None, 0, &filter)?;

@@ -289,7 +289,7 @@ fn audit_time(state: &SimState) -> String {
 
 fn metrics(state: &SimState) -> impl IntoResponse {
     let shared = &state.0;
-    for resource in Resource::ALL {
+    for resource in Resource::stored() {
         let label = ResourceLabels { resource: format!("{}.{}", resource.plural(), resource.group()) };
         shared.metrics.objects.get_or_create(&label).set(shared.store.count(resource) as i64);
     }

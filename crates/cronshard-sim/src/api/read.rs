@@ -34,7 +34,7 @@ pub(super) fn selector_filter(
 }
 
 pub(super) async fn list(state: &SimState, target: &Target, query: &HashMap<String, String>) -> Result<Outcome> {
-    let params = ListParams::parse(query)?;
+    let params = ListParams::parse(query, target.resource)?;
     let store = state.store();
     let filter = selector_filter(target, &params);
     // Which revision, and whether from storage (paginated, costs per object) or the watch

@@ -71,6 +71,7 @@ fn clone_meta(o: &Object) -> Object {
         rv: o.rv,
         labels: o.labels.clone(),
         owner_uids: o.owner_uids.clone(),
+        fields: o.fields.clone(),
         body: o.body.clone(),
     }
 }
@@ -79,7 +80,7 @@ type WatchSender = tokio::sync::mpsc::Sender<std::result::Result<Bytes, std::io:
 
 /// Answers a watch with a 200 whose body streams the events; the stream runs in its own task.
 pub(super) fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> Result<Outcome> {
-    let params = ListParams::parse(query)?;
+    let params = ListParams::parse(query, target.resource)?;
     let resource = target.resource;
     let initial = params.send_initial_events || params.resource_version.is_none_or(|rv| rv == 0);
     let from = if initial { None } else { params.resource_version };
@@ -199,9 +200,7 @@ impl WatchStream {
                 received = events.recv() => match received {
                     Ok(event) if event.rv > progress => {
                         progress = event.rv;
-                        if event.object.resource != self.resource {
-                            continue;
-                        }
+                        let Some(event) = event.presented(self.resource) else { continue };
                         match convert(&event, &self.matches) {
                             Some((kind, object)) => event_line(kind.as_str(), &object.body),
                             None => continue,

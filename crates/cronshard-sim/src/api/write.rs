@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::{Outcome, name_of, namespace_of};
 use crate::SimState;
 use crate::error::{ApiError, Result};
+use crate::protobuf;
 use crate::request::Target;
 use crate::resource::Resource;
 
@@ -33,12 +34,12 @@ fn parse_json(body: &[u8]) -> Result<Value> {
     Ok(value)
 }
 
-fn require_json(content_type: &str) -> Result<()> {
-    let media = content_type.split(';').next().unwrap_or("").trim();
-    if media.is_empty() || media == "application/json" || media == "*/*" {
-        Ok(())
-    } else {
-        Err(ApiError::UnsupportedMediaType("application/json"))
+/// A create or update body as JSON: JSON as it is, protobuf converted (see `protobuf`).
+fn body_value(resource: Resource, content_type: &str, body: &[u8]) -> Result<Value> {
+    match content_type.split(';').next().unwrap_or("").trim() {
+        "" | "application/json" | "*/*" => parse_json(body),
+        protobuf::MEDIA_TYPE => protobuf::decode(resource, body),
+        _ => Err(ApiError::UnsupportedMediaType("application/json, application/vnd.kubernetes.protobuf")),
     }
 }
 
@@ -78,9 +79,8 @@ pub(super) fn create(
     content_type: &str,
     body: &[u8],
 ) -> Result<Outcome> {
-    require_json(content_type)?;
     let validation = field_validation(query)?;
-    let (mut object, warnings) = decode(target.resource, parse_json(body)?, validation)?;
+    let (mut object, warnings) = decode(target.resource, body_value(target.resource, content_type, body)?, validation)?;
     if resource_version_of(&object)?.is_some() {
         return Err(ApiError::InternalError("resourceVersion should not be set on objects to be created".into()));
     }
@@ -121,6 +121,7 @@ pub(super) fn create(
         o.remove("status");
     }
     target.resource.apply_defaults(&mut object, &uid);
+    target.resource.prepare_for_create(&mut object);
     target.resource.validate(&object, true)?;
     ensure_namespace(state, target.resource, object["metadata"]["namespace"].as_str().unwrap_or(""))?;
     let stored = state.store().create(target.resource, object)?;
@@ -189,9 +190,8 @@ pub(super) fn update(
     content_type: &str,
     body: &[u8],
 ) -> Result<Outcome> {
-    require_json(content_type)?;
     let validation = field_validation(query)?;
-    let value = parse_json(body)?;
+    let value = body_value(target.resource, content_type, body)?;
     let body_name = value["metadata"].get("name").and_then(Value::as_str).unwrap_or("");
     if body_name != name_of(target) {
         return Err(ApiError::BadRequest(format!(

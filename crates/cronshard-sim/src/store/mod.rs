@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -12,96 +11,13 @@ use crate::clock::Clock;
 use crate::error::{ApiError, Result};
 use crate::resource::Resource;
 
+mod object;
+
+pub use self::object::{Event, EventType, Object, key};
+
 /// How many events a watcher may fall behind before its watch is closed (it then re-watches
 /// from its last resourceVersion, as clients do after any closed watch).
 const WATCH_BUFFER: usize = 1 << 16;
-
-/// One stored object: the indexed metadata plus its JSON, shared by every list and watch.
-#[derive(Debug)]
-pub struct Object {
-    pub resource: Resource,
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    pub rv: u64,
-    pub labels: BTreeMap<String, String>,
-    pub owner_uids: Vec<String>,
-    pub body: Bytes,
-}
-
-impl Object {
-    fn new(resource: Resource, mut value: Value, rv: u64) -> Arc<Object> {
-        value["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let meta = &value["metadata"];
-        let text = |key: &str| meta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-        let labels = meta
-            .get("labels")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-            .unwrap_or_default();
-        let owner_uids = meta
-            .get("ownerReferences")
-            .and_then(Value::as_array)
-            .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str)).map(str::to_owned).collect())
-            .unwrap_or_default();
-        Arc::new(Object {
-            resource,
-            namespace: text("namespace"),
-            name: text("name"),
-            uid: text("uid"),
-            rv,
-            labels,
-            owner_uids,
-            body: Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
-        })
-    }
-
-    /// The object as JSON.
-    pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-
-    pub fn key(&self) -> String {
-        key(&self.namespace, &self.name)
-    }
-
-    /// The same object stamped with another resourceVersion (for DELETED events).
-    fn restamped(&self, rv: u64) -> Arc<Object> {
-        Object::new(self.resource, self.value(), rv)
-    }
-}
-
-/// Storage key: `namespace/name`, or `name` for cluster-scoped objects. Sorted like etcd keys.
-pub fn key(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() { name.to_owned() } else { format!("{namespace}/{name}") }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One change, as etcd's watch reports it: the new state (for DELETED, the last state
-/// stamped with the deletion revision) and the state before.
-#[derive(Debug)]
-pub struct Event {
-    pub rv: u64,
-    pub kind: EventType,
-    pub object: Arc<Object>,
-    pub prev: Option<Arc<Object>>,
-}
 
 /// A watch's beginning: events to send first, the live feed after them, and the revision the
 /// replay brings the watcher to.
@@ -180,17 +96,22 @@ impl Store {
         self.lock().compacted
     }
 
+    /// Objects in `resource`'s table (both Event APIs count the one store).
     pub fn count(&self, resource: Resource) -> usize {
-        self.lock().tables.get(&resource).map_or(0, BTreeMap::len)
+        self.lock().tables.get(&resource.storage()).map_or(0, BTreeMap::len)
     }
 
+    /// Every method takes the resource a request is served as, keeps its objects in that
+    /// resource's table ([`Resource::storage`]) and returns them as it serves them.
     pub fn get(&self, resource: Resource, namespace: &str, name: &str) -> Option<Arc<Object>> {
-        self.lock().tables.get(&resource)?.get(&key(namespace, name)).cloned()
+        let object = self.lock().tables.get(&resource.storage())?.get(&key(namespace, name)).cloned()?;
+        Some(object.presented(resource))
     }
 
     /// Creates an object. The caller has defaulted and validated it; this stamps uid,
     /// creationTimestamp, generation and resourceVersion.
-    pub fn create(&self, resource: Resource, mut value: Value) -> Result<Arc<Object>> {
+    pub fn create(&self, served: Resource, value: Value) -> Result<Arc<Object>> {
+        let (resource, mut value) = (served.storage(), served.to_storage(value));
         let mut inner = self.lock();
         let meta = &mut value["metadata"];
         let name = meta["name"].as_str().unwrap_or_default().to_owned();
@@ -204,10 +125,10 @@ impl Store {
         if meta.get("creationTimestamp").is_none_or(Value::is_null) {
             meta["creationTimestamp"] = json!(self.clock.now_rfc3339());
         }
-        if resource != Resource::Events && resource != Resource::CoreEvents && resource != Resource::Leases {
+        if resource != Resource::CoreEvents && resource != Resource::Leases {
             meta["generation"] = json!(1);
         }
-        Ok(self.commit(&mut inner, resource, value, None))
+        Ok(self.commit(&mut inner, resource, value, None).presented(served))
     }
 
     /// Replaces an object. `expected_rv` is the caller's precondition (409 if stale).
@@ -215,16 +136,19 @@ impl Store {
     /// "no change", which keeps the resourceVersion as the apiserver does).
     pub fn update(
         &self,
-        resource: Resource,
+        served: Resource,
         namespace: &str,
         name: &str,
         change: impl FnOnce(&Object) -> Result<Option<Value>>,
     ) -> Result<Arc<Object>> {
+        let resource = served.storage();
         let mut inner = self.lock();
         let Some(current) = inner.tables.get(&resource).and_then(|t| t.get(&key(namespace, name))).cloned() else {
-            return Err(ApiError::NotFound { resource, name: name.to_owned() });
+            return Err(ApiError::NotFound { resource: served, name: name.to_owned() });
         };
-        let Some(mut value) = change(&current)? else { return Ok(current) };
+        let shown = current.presented(served);
+        let Some(value) = change(&shown)? else { return Ok(shown) };
+        let mut value = served.to_storage(value);
         let old = current.value();
         // Identity and creation metadata are the server's, never the client's.
         for field in ["uid", "creationTimestamp", "namespace", "name"] {
@@ -237,26 +161,27 @@ impl Store {
         let mut unchanged = value.clone();
         unchanged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         if unchanged == old {
-            return Ok(current);
+            return Ok(shown);
         }
-        Ok(self.commit(&mut inner, resource, value, Some(current)))
+        Ok(self.commit(&mut inner, resource, value, Some(current)).presented(served))
     }
 
     /// Deletes an object; `precondition_rv` as in DeleteOptions.preconditions.
     pub fn delete(
         &self,
-        resource: Resource,
+        served: Resource,
         namespace: &str,
         name: &str,
         precondition_rv: Option<u64>,
     ) -> Result<Arc<Object>> {
+        let resource = served.storage();
         let mut inner = self.lock();
         let k = key(namespace, name);
         let Some(current) = inner.tables.get(&resource).and_then(|t| t.get(&k)).cloned() else {
-            return Err(ApiError::NotFound { resource, name: name.to_owned() });
+            return Err(ApiError::NotFound { resource: served, name: name.to_owned() });
         };
         if precondition_rv.is_some_and(|rv| rv != current.rv) {
-            return Err(ApiError::Conflict { resource, name: name.to_owned() });
+            return Err(ApiError::Conflict { resource: served, name: name.to_owned() });
         }
         inner.revision += 1;
         let rv = inner.revision;
@@ -270,7 +195,7 @@ impl Store {
         }
         let gone = current.restamped(rv);
         self.publish(&mut inner, Event { rv, kind: EventType::Deleted, object: gone.clone(), prev: Some(current) });
-        Ok(gone)
+        Ok(gone.presented(served))
     }
 
     /// Dependents of an owner uid (objects whose ownerReferences name it).
@@ -285,10 +210,12 @@ impl Store {
     }
 
     /// Inserts objects without validation (bulk load), each at its own revision.
-    pub fn load(&self, resource: Resource, values: Vec<Value>) -> usize {
+    pub fn load(&self, served: Resource, values: Vec<Value>) -> usize {
+        let resource = served.storage();
         let mut inner = self.lock();
         let mut loaded = 0;
-        for mut value in values {
+        for value in values {
+            let mut value = served.to_storage(value);
             let meta = &mut value["metadata"];
             if meta.get("uid").and_then(Value::as_str).is_none_or(str::is_empty) {
                 meta["uid"] = json!(uuid::Uuid::new_v4().to_string());
@@ -337,13 +264,14 @@ impl Store {
     /// like etcd, every object in the range is examined, selected or not.
     pub fn list(
         &self,
-        resource: Resource,
+        served: Resource,
         namespace: Option<&str>,
         at: ReadAt,
         start_after: Option<&str>,
         limit: usize,
         filter: &dyn Fn(&Object) -> bool,
     ) -> Result<Page> {
+        let resource = served.storage();
         let inner = self.lock();
         let revision = match at {
             ReadAt::Latest => inner.revision,
@@ -388,7 +316,7 @@ impl Store {
                 break;
             }
             if filter(&object) {
-                items.push(object);
+                items.push(object.presented(served));
             }
         }
         Ok(Page { items, revision, continue_after, scanned })
@@ -396,7 +324,7 @@ impl Store {
 
     /// Starts a watch: the events after `from` (410 if compacted) or, with `None`, the
     /// current objects as ADDED events; then every new event through the receiver.
-    pub fn watch(&self, resource: Resource, from: Option<u64>) -> Result<WatchStart> {
+    pub fn watch(&self, served: Resource, from: Option<u64>) -> Result<WatchStart> {
         let inner = self.lock();
         let receiver = self.events.subscribe();
         let replay = match from {
@@ -405,14 +333,17 @@ impl Store {
             }
             Some(rv) => {
                 let start = inner.history.partition_point(|e| e.rv <= rv);
-                inner.history.range(start..).filter(|e| e.object.resource == resource).cloned().collect()
+                inner.history.range(start..).filter_map(|e| e.presented(served)).collect()
             }
             None => inner
                 .tables
-                .get(&resource)
+                .get(&served.storage())
                 .map(|t| {
                     t.values()
-                        .map(|o| Arc::new(Event { rv: o.rv, kind: EventType::Added, object: o.clone(), prev: None }))
+                        .map(|o| {
+                            let object = o.presented(served);
+                            Arc::new(Event { rv: o.rv, kind: EventType::Added, object, prev: None })
+                        })
                         .collect()
                 })
                 .unwrap_or_default(),
