@@ -201,8 +201,8 @@ async fn a_due_create_never_waits_for_history_cleanup() {
         selector: None,
     };
     let limiter = cronshard_worker::limiter::Limiter::new(20.0, 1);
-    let ctx = cronshard_worker::Context::new(config, limiter, settings, clock.clone(), Default::default())
-        .expect("context");
+    let ctx =
+        cronshard_worker::Context::new(config, limiter, settings, clock.clone(), Default::default()).expect("context");
     // 2,000 background calls ahead of the cleanup: 100 s of the budget.
     let flood: Vec<_> = (0..2000)
         .map(|_| {

@@ -77,11 +77,7 @@ impl HistoryDeletes {
 
     /// A deletion ended: its Event on the CronJob (a failure is also counted and logged, and
     /// the CronJob's next sync names the Job again), then the next one starts.
-    pub(super) fn done(
-        &mut self,
-        ctx: &Arc<Context>,
-        ended: Option<Ended>,
-    ) {
+    pub(super) fn done(&mut self, ctx: &Arc<Context>, ended: Option<Ended>) {
         // A task only ends early when the bucket is being aborted (fencing).
         let Some(Ok((deletion, result))) = ended else { return };
         self.pending.remove(&format!("{}/{}", deletion.namespace, deletion.name));

@@ -131,6 +131,10 @@ pub async fn run(
                 }
             }
         }
+        // A round of due syncs may have seen the stop signal itself.
+        if *streams.stop.borrow() {
+            break;
+        }
         if w.ready() && w.leftovers_due.is_some_and(|at| at <= Instant::now()) {
             w.merge_leftovers().await;
         }
