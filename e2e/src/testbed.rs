@@ -71,6 +71,11 @@ fn run_script(step: &'static str, args: &[&str], env: &[(&str, &str)]) -> Result
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// The directory of etcd, kube-apiserver and kube-controller-manager, built first if needed.
+pub fn bin_dir() -> Result<PathBuf, StartError> {
+    run_script("build", &["build"], &[]).map(PathBuf::from)
+}
+
 impl Testbed {
     /// Builds (or reuses) the binaries and starts a control plane in a fresh temporary dir.
     pub fn start(options: &Options) -> Result<Testbed, StartError> {

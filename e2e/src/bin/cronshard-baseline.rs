@@ -8,7 +8,8 @@
 //! - `v2` (today's): informers on all CronJobs and Jobs, a delaying queue, N workers (5 by
 //!   default), each sync scanning the Jobs of the CronJob's namespace.
 //!
-//! Both use one client token bucket (upstream: 20 QPS, burst 30).
+//! Both use one client token bucket (upstream: 20 QPS, burst 30), and record Events as
+//! client-go does: in the background, dropped while 1,000 wait.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -26,6 +27,7 @@ use cronshard_worker::limiter::{Limiter, Priority};
 use cronshard_worker::{Clock, Context, Jobs, Outcome, Settings, history_deleted, sync};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -72,10 +74,11 @@ async fn run(args: Args) -> Result<(), String> {
     let settings = Settings { identity: args.identity.clone(), buckets: NonZeroU32::MIN, selector: None };
     let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock, Default::default())
         .map_err(|e| e.to_string())?;
+    let recorder = Recorder::start(ctx.clone());
     let work = async {
         match args.algo {
-            Algo::V1 => v1(ctx).await,
-            Algo::V2 => v2(ctx, args.workers).await,
+            Algo::V1 => v1(ctx, recorder).await,
+            Algo::V2 => v2(ctx, recorder, args.workers).await,
         }
     };
     tokio::select! {
@@ -94,9 +97,43 @@ async fn sigterm() {
     }
 }
 
+/// How many Events client-go's recorder queues (`maxQueuedEvents`); its broadcaster drops
+/// what comes while the queue is full (`DropIfChannelFull`).
+const MAX_QUEUED_EVENTS: usize = 1000;
+
+/// Events as upstream's recorder sends them: queued, dropped when the queue is full, and
+/// written by one task in the background through the same client budget, so that a sync
+/// never waits for its Events.
+#[derive(Clone)]
+struct Recorder(tokio::sync::mpsc::Sender<(ObjectReference, cronshard_worker::Event)>);
+
+impl Recorder {
+    fn start(ctx: Arc<Context>) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(ObjectReference, cronshard_worker::Event)>(MAX_QUEUED_EVENTS);
+        tokio::spawn(async move {
+            while let Some((reference, event)) = rx.recv().await {
+                ctx.limiter.acquire(Priority::Create).await;
+                let _ = cronshard_worker::events::write(&ctx, &reference, event).await;
+            }
+        });
+        Recorder(tx)
+    }
+
+    fn record(&self, reference: &ObjectReference, event: cronshard_worker::Event) {
+        if self.0.try_send((reference.clone(), event)).is_err() {
+            tracing::debug!("event queue full: an Event is dropped, as upstream's recorder drops it");
+        }
+    }
+}
+
 /// One sync as both algorithms do it: the pure sync (which creates the due run), then, as
-/// upstream, history cleanup, the status write and Events.
-async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::ChildJob>) -> Option<Timestamp> {
+/// upstream, history cleanup and the status write; Events go to the recorder.
+async fn sync_one(
+    ctx: &Context,
+    recorder: &Recorder,
+    cj: &CronJob,
+    children: Vec<cronshard_worker::ChildJob>,
+) -> Option<Timestamp> {
     let state = cronjob_state(cj)?;
     // Upstream knows no spread.
     let cached = cronshard_worker::cached::CachedCronJob::new(cj.clone());
@@ -116,19 +153,18 @@ async fn sync_one(ctx: &Context, cj: &CronJob, children: Vec<cronshard_worker::C
             tracing::debug!(cronjob = %key(&cj.metadata), error = %e, "status update failed");
         }
     }
-    for event in &outcome.events {
-        ctx.limiter.acquire(Priority::Create).await;
-        let reference = kube::Resource::object_ref(cj, &());
-        let _ = cronshard_worker::events::write(ctx, &reference, event.clone()).await;
+    let reference = kube::Resource::object_ref(cj, &());
+    for event in outcome.events {
+        recorder.record(&reference, event);
     }
     if outcome.error.is_some() { Some(ctx.clock.now()) } else { outcome.requeue_at }
 }
 
 /// v1: a full sweep every 10 s; Jobs first, then CronJobs page by page.
-async fn v1(ctx: Arc<Context>) {
+async fn v1(ctx: Arc<Context>, recorder: Recorder) {
     loop {
         let started = tokio::time::Instant::now();
-        if let Err(e) = sweep(&ctx).await {
+        if let Err(e) = sweep(&ctx, &recorder).await {
             // Upstream logged and waited for the next period: the rest of the sweep is lost.
             tracing::error!(error = %e, "sweep abandoned");
         }
@@ -136,7 +172,7 @@ async fn v1(ctx: Arc<Context>) {
     }
 }
 
-async fn sweep(ctx: &Context) -> Result<(), kube::Error> {
+async fn sweep(ctx: &Context, recorder: &Recorder) -> Result<(), kube::Error> {
     let jobs_api: Api<Job> = Api::all(ctx.client.clone());
     let mut owned: HashMap<String, Vec<cronshard_worker::ChildJob>> = HashMap::new();
     let mut params = ListParams::default().limit(500);
@@ -160,7 +196,7 @@ async fn sweep(ctx: &Context) -> Result<(), kube::Error> {
         let page = cronjobs.list(&params).await?;
         for cj in &page.items {
             let children = cj.metadata.uid.as_ref().and_then(|u| owned.get(u)).cloned().unwrap_or_default();
-            sync_one(ctx, cj, children).await;
+            sync_one(ctx, recorder, cj, children).await;
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => params = params.continue_token(&c),
@@ -252,7 +288,7 @@ impl SharedQueue {
     }
 }
 
-async fn v2(ctx: Arc<Context>, workers: usize) {
+async fn v2(ctx: Arc<Context>, recorder: Recorder, workers: usize) {
     let (cj_reader, cj_writer) = reflector::store::<CronJob>();
     let (job_reader, job_writer) = reflector::store::<Job>();
     let queue = SharedQueue { queue: Arc::default(), notify: Arc::default(), clock: ctx.clock.clone() };
@@ -262,7 +298,8 @@ async fn v2(ctx: Arc<Context>, workers: usize) {
     let pool = async {
         let _ = cj_reader.wait_until_ready().await;
         let _ = job_reader.wait_until_ready().await;
-        let worker = |_| v2_worker(ctx.clone(), queue.clone(), cj_reader.clone(), job_reader.clone());
+        let worker =
+            |_| v2_worker(ctx.clone(), recorder.clone(), queue.clone(), cj_reader.clone(), job_reader.clone());
         futures::future::join_all((0..workers.max(1)).map(worker)).await;
     };
     futures::join!(informers, pool);
@@ -307,7 +344,13 @@ async fn v2_informers(
 }
 
 /// One of v2's workers: takes a due key, syncs it, requeues it at the time the sync asks.
-async fn v2_worker(ctx: Arc<Context>, queue: SharedQueue, cj_reader: Store<CronJob>, job_reader: Store<Job>) {
+async fn v2_worker(
+    ctx: Arc<Context>,
+    recorder: Recorder,
+    queue: SharedQueue,
+    cj_reader: Store<CronJob>,
+    job_reader: Store<Job>,
+) {
     loop {
         let k = queue.next().await;
         let Some(cj) = find(&cj_reader, &k) else {
@@ -324,7 +367,7 @@ async fn v2_worker(ctx: Arc<Context>, queue: SharedQueue, cj_reader: Store<CronJ
             .filter(|j| controller_uid(&j.metadata).as_deref() == Some(uid.as_str()))
             .map(|j| child_job(j))
             .collect();
-        let requeue = sync_one(&ctx, &cj, children).await;
+        let requeue = sync_one(&ctx, &recorder, &cj, children).await;
         queue.lock().done(&k);
         if let Some(at) = requeue {
             queue.enqueue(k, Some(at));

@@ -94,7 +94,11 @@ pub(crate) async fn run_arm(
 }
 
 /// A fresh `cronshard-sim serve` with the scenario's settings and a token per controller.
-async fn start_sim(bin_dir: &Path, dir: &Path, scenario: &Scenario) -> Result<(Child, String, Admin), String> {
+pub(crate) async fn start_sim(
+    bin_dir: &Path,
+    dir: &Path,
+    scenario: &Scenario,
+) -> Result<(Child, String, Admin), String> {
     let mut tokens: String = (0..MAX_PROCESSES).map(|i| format!("token-bench-{i},bench-{i},{i}\n")).collect();
     tokens.push_str(&format!("token-{SHADOW_USER},{SHADOW_USER},{SHADOW_USER}\n"));
     std::fs::write(dir.join("tokens.csv"), tokens).map_err(|e| e.to_string())?;

@@ -50,7 +50,8 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
     let testbed = start_testbed(&dir, arm).await?;
     let client = cronshard_e2e::testbed::client_from(&testbed.admin_kubeconfig()).await;
 
-    let (seeds, herd_at) = herd_seeds(scenario);
+    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
+    let (seeds, herd_at) = herd_seeds(scenario, 60 + scenario.cronjobs as i64 / 200);
     create_namespaces(&client, &seeds).await?;
     load(&client, &seeds).await?;
     let lead = herd_at.as_second() - Timestamp::now().as_second();
@@ -128,12 +129,11 @@ async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The scenario's CronJobs, each firing daily at one minute (UTC) far enough ahead to load
-/// them all first: a real server's clock cannot be moved to an hour boundary.
-fn herd_seeds(scenario: &Scenario) -> (Vec<CronJobSeed>, Timestamp) {
+/// The scenario's CronJobs, each firing daily at one minute (UTC) at least `ahead` seconds
+/// away, time to load them all first: a real server's clock (and kube-controller-manager's)
+/// cannot be moved to an hour boundary.
+pub(crate) fn herd_seeds(scenario: &Scenario, ahead: i64) -> (Vec<CronJobSeed>, Timestamp) {
     let now = Timestamp::now();
-    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
-    let ahead = 60 + scenario.cronjobs as i64 / 200;
     let herd_at = Timestamp::from_second((now.as_second() + ahead) / 60 * 60 + 60).unwrap_or(now);
     // In UTC, the CronJobs' zone: minutes and hours of the day straight from unix seconds.
     let (minute, hour) = (herd_at.as_second() / 60 % 60, herd_at.as_second() / 3600 % 24);

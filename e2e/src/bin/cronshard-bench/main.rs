@@ -10,6 +10,7 @@ mod arm;
 mod kube;
 mod procs;
 mod shadow;
+mod sim_upstream;
 
 use clap::Parser;
 use cronshard_e2e::report::{Report, SimReport, svg, table};
@@ -27,7 +28,7 @@ struct Args {
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
     /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
-    /// (kube-controller-manager; --target kube only).
+    /// (kube-controller-manager's CronJob controller; on the simulator, herd scenarios only).
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
     #[arg(long)]
@@ -95,6 +96,9 @@ async fn run(args: Args) -> Result<(), String> {
     for arm in &args.arms {
         tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
         let report = match args.target {
+            Target::Sim if kube::upstream_flags(arm).is_some() => {
+                sim_upstream::run_arm(&bin_dir, &scenario, arm, &args.out).await?
+            }
             Target::Sim => run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?,
             Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out).await?,
         };
@@ -123,7 +127,8 @@ async fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Every arm exists and suits the target; `--target kube` runs herd-like scenarios only.
+/// Every arm exists and suits the target; `--target kube` and kube-controller-manager run
+/// herd-like scenarios only.
 fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
@@ -133,9 +138,18 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
         })?;
         let upstream = kube::upstream_flags(arm).is_some();
         let baseline = matches!(arm.as_str(), "v1" | "v2" | "v2-tuned");
+        let not_a_herd = !scenario.faults.is_empty() || scenario.later.is_some() || scenario.downtime_s > 0.0;
         match args.target {
-            Target::Sim if upstream => {
-                return Err(format!("arm {arm} (kube-controller-manager) runs with --target kube only"));
+            Target::Sim if upstream && not_a_herd => {
+                return Err(format!(
+                    "arm {arm} (kube-controller-manager) runs herds only: it has no test clock, so scenario {} (faults, CronJobs created later or downtime on the simulator's clock) cannot be replayed for it",
+                    scenario.name
+                ));
+            }
+            Target::Sim if upstream && args.shadow => {
+                return Err(format!(
+                    "arm {arm}: --shadow follows the simulator's moved clock; run it with the other arms"
+                ));
             }
             Target::Kube if baseline => {
                 return Err(format!(
