@@ -1,11 +1,9 @@
 //! The replica's Kubernetes client: every HTTP response counted by verb and code (retries
-//! included) and timed for the adaptive rate, at most [`MAX_IN_FLIGHT`] requests out at once
-//! (see [`crate::in_flight`]), and 429/503/504 retried a bounded number of times, honouring
-//! Retry-After.
+//! included) and timed for the adaptive rate, and 429/503/504 retried a bounded number of
+//! times, honouring Retry-After.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -15,7 +13,6 @@ use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 
 use crate::fence::{Fence, fenced_request};
-use crate::in_flight::{InFlightLayer, MAX_IN_FLIGHT};
 use crate::metrics::ApiCounters;
 
 /// Retries of one request answered 429, 503 or 504; after that the caller's own backoff
@@ -32,15 +29,11 @@ pub fn build(mut config: kube::Config, counters: ApiCounters, fence: Fence) -> c
         .map_err(|e| crate::Error::Client(e.to_string()))?;
     let builder = ClientBuilder::try_from(config).map_err(|e| crate::Error::Client(e.to_string()))?;
     // Retrying needs a cloneable service; the buffer makes the boxed stack one. The fence is
-    // innermost, checked right before a request goes to the wire (retries included). The cap
-    // on requests in flight is outside the counting layer, so latencies are the server's,
-    // and inside the retries, so a retry's backoff holds no place.
-    let places = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    // innermost, checked right before a request goes to the wire (retries included).
     Ok(builder
         .with_layer(&FenceLayer(fence))
         .with_layer(&BufferLayer::new(1024))
         .with_layer(&CountLayer(counters))
-        .with_layer(&InFlightLayer(places))
         .with_layer(&RetryLayer::new(retry))
         .build())
 }

@@ -46,7 +46,8 @@ pub enum SyncError {
     /// After a 409 on the status write, the fresh object could not be read.
     #[error("re-read after conflict: {0}")]
     StatusReread(String),
-    /// The sync or its status write did not finish in time.
+    /// A status write had no answer in time after it was sent (a sync's own requests that
+    /// time out fail as `GetJob`, `DeleteJob` or `CreateJob`).
     #[error("{what} did not finish within {after:?}")]
     Timeout { what: &'static str, after: Duration },
 }
@@ -100,7 +101,7 @@ mod tests {
             SyncError::NameTaken { name },
             SyncError::StatusWrite(message.clone()),
             SyncError::StatusReread(message),
-            SyncError::Timeout { what: "sync", after: Duration::from_secs(30) },
+            SyncError::Timeout { what: "status write", after: Duration::from_secs(30) },
         ];
         let labels: Vec<&str> = all.iter().map(SyncError::metric_label).collect();
         assert_eq!(labels, SyncError::LABELS);

@@ -60,14 +60,14 @@ impl Jobs for KubeJobs<'_> {
     type Error = kube::Error;
 
     async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, kube::Error> {
-        self.ctx.limiter.acquire(Priority::Create).await;
+        let _place = self.ctx.limiter.acquire(Priority::Create).await;
         Ok(sent_within(self.api.get_opt(name)).await?.as_ref().map(child_job))
     }
 
     /// A sync deletes only the active Job a Replace run replaces: part of the due run, so
     /// as urgent as its create (history cleanup is the bucket's, in the background).
     async fn delete(&mut self, name: &str) -> Result<(), kube::Error> {
-        self.ctx.limiter.acquire(Priority::Create).await;
+        let _place = self.ctx.limiter.acquire(Priority::Create).await;
         match sent_within(self.api.delete(name, &DeleteParams::background())).await {
             // Already gone is what we wanted.
             Ok(_) => Ok(()),
@@ -77,7 +77,7 @@ impl Jobs for KubeJobs<'_> {
     }
 
     async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, kube::Error> {
-        self.ctx.limiter.acquire(Priority::Create).await;
+        let _place = self.ctx.limiter.acquire(Priority::Create).await;
         // Decoded only now: the template is read per run, not held per CronJob.
         let cronjob = self.cronjob.decode().map_err(kube::Error::SerdeError)?;
         let created_by = format!("{}/{}/{}", self.ctx.settings.identity, self.bucket, self.epoch);

@@ -16,6 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use crate::context::Context;
+use crate::kube_jobs::sent_within;
 use crate::limiter::Priority;
 
 /// Label patches in flight at once.
@@ -148,10 +149,10 @@ impl Waiting {
 /// Writes the bucket label on one CronJob (a metadata-only merge patch).
 async fn label_cronjob(ctx: Arc<Context>, cronjob: Unlabelled) {
     let Unlabelled { namespace, name, bucket: b, resource_version } = cronjob;
-    ctx.limiter.acquire(Priority::Status).await;
+    let _place = ctx.limiter.acquire(Priority::Status).await;
     let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
     let key = format!("{namespace}/{name}");
-    match api.patch_metadata(&name, &PatchParams::default(), &label_patch(b)).await {
+    match sent_within(api.patch_metadata(&name, &PatchParams::default(), &label_patch(b))).await {
         Ok(_) => ctx.leftovers.delete(&key),
         // The server validates the whole object on the patch: an invalid one (stored before a
         // rule existed) can never be labelled. Its bucket's worker manages it unlabelled.
@@ -182,8 +183,10 @@ pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page:
     let mut labelled = 0;
     let mut restarts = 0;
     loop {
-        ctx.limiter.acquire(Priority::Background).await;
-        let list = match api.list_metadata(&params).await {
+        let place = ctx.limiter.acquire(Priority::Background).await;
+        let listed = sent_within(api.list_metadata(&params)).await;
+        drop(place);
+        let list = match listed {
             Ok(list) => list,
             Err(kube::Error::Api(status))
                 if status.code == 410 && params.continue_token.is_some() && restarts < RESTARTS =>
@@ -206,9 +209,9 @@ pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page:
             if !owns(b) {
                 continue;
             }
-            ctx.limiter.acquire(Priority::Background).await;
+            let _place = ctx.limiter.acquire(Priority::Background).await;
             let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
-            jobs.patch_metadata(name, &PatchParams::default(), &label_patch(b)).await?;
+            sent_within(jobs.patch_metadata(name, &PatchParams::default(), &label_patch(b))).await?;
             labelled += 1;
         }
         match list.metadata.continue_.filter(|c| !c.is_empty()) {

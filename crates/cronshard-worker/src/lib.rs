@@ -15,7 +15,6 @@ pub mod decoded;
 mod error;
 pub mod events;
 pub mod fence;
-pub mod in_flight;
 pub mod kube_jobs;
 pub mod labeller;
 pub mod leftovers;

@@ -1,15 +1,30 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
 //! bucket, served by priority so that due Job creations go first under a herd, at the rate
-//! [`crate::aimd`] sets.
+//! [`crate::aimd`] sets, with at most [`MAX_IN_FLIGHT`] requests out at once.
+//!
+//! Why a cap on requests out: the server serves what it has queued first come, first served
+//! (API Priority and Fairness queues within a priority level). A client that sends its burst
+//! at once, or runs above the admitted rate for a while, leaves seconds of status writes and
+//! Events queued there, and a due create that this limiter puts first still waits behind
+//! them, or gets 429 when the queue is full. A caller holds its [`Place`] until its answer
+//! comes, and no token is handed out while every place is taken: so a create waits behind at
+//! most that many requests at the server, and everything else waits here, where priority
+//! holds. Requests that never come here (watches, the watchers' lists, Leases, which have
+//! their own priority level on a real server and are the replica's liveness) are not capped.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::aimd::{Aimd, Cut, RateBudget, Signals};
+
+/// Requests out at once at most. Enough for the admitted rate at the latencies of a loaded
+/// server (1,000 writes/s at 64 ms each; kube-apiserver answers a create in a few to tens
+/// of ms), and under a user's 100 concurrent seats in the simulator.
+pub const MAX_IN_FLIGHT: usize = 64;
 
 /// What a call is for, most urgent first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,7 +42,7 @@ struct State {
     tokens: f64,
     refilled: Instant,
     /// Callers waiting for a token, by priority, first come first served.
-    queues: [VecDeque<oneshot::Sender<()>>; 3],
+    queues: [VecDeque<oneshot::Sender<Place>>; 3],
     /// Whether a task is handing out tokens to the queues.
     pumping: bool,
     /// The current rate and burst, from `aimd`; `qps <= 0` is unlimited.
@@ -36,6 +51,9 @@ struct State {
     aimd: Aimd,
     /// Whether a caller had to wait since the last adaptation: the rate held work back.
     demand: bool,
+    /// Places held: requests granted and not yet answered.
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 impl State {
@@ -55,15 +73,64 @@ impl State {
         self.burst = burst.max(1.0);
         self.tokens = self.tokens.min(self.burst);
     }
+
+    /// Whether a token and a place are free now.
+    fn can_grant(&self) -> bool {
+        (self.qps <= 0.0 || self.tokens >= 1.0) && self.in_flight < self.max_in_flight
+    }
+
+    fn take(&mut self) {
+        if self.qps > 0.0 {
+            self.tokens -= 1.0;
+        }
+        self.in_flight += 1;
+    }
 }
 
-/// A token bucket with priorities. `qps <= 0` means unlimited.
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    /// A place was given back: the pump may hand out more.
+    returned: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One request's place among those out at once; held until its answer has come (drop it
+/// then, and before waiting for another).
+#[must_use = "a place is held until the request is answered: bind it for the request's lifetime"]
+#[derive(Debug)]
+pub struct Place(Option<Arc<Shared>>);
+
+impl Place {
+    /// Given back without counting (it was never handed to a caller).
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.take() {
+            shared.lock().in_flight -= 1;
+            shared.returned.notify_one();
+        }
+    }
+}
+
+/// A token bucket with priorities and a cap on places. `qps <= 0` means an unlimited rate
+/// (the places still cap what is out).
 ///
-/// Waiters sleep on a channel, not a timer: one pump task wakes once per token and hands it
-/// to the most urgent waiter, so 10,000 queued Events cost nothing while they wait.
+/// Waiters sleep on a channel, not a timer: one pump task wakes once per token (or when a
+/// place comes back) and hands it to the most urgent waiter, so 10,000 queued Events cost
+/// nothing while they wait.
 #[derive(Debug)]
 pub struct Limiter {
-    state: Arc<Mutex<State>>,
+    shared: Arc<Shared>,
 }
 
 impl Limiter {
@@ -75,6 +142,11 @@ impl Limiter {
     /// The rate `budget` gives a replica with all the buckets, until [`Limiter::set_share`]
     /// and [`Limiter::adapt`] change it. Starts with a full burst.
     pub fn with_budget(budget: RateBudget) -> Self {
+        Self::with_places(budget, MAX_IN_FLIGHT)
+    }
+
+    /// As [`Limiter::with_budget`], with `places` requests out at once at most.
+    pub fn with_places(budget: RateBudget, places: usize) -> Self {
         let aimd = Aimd::new(budget);
         let (qps, burst) = aimd.rate();
         let burst = burst.max(1.0);
@@ -87,24 +159,22 @@ impl Limiter {
             burst,
             aimd,
             demand: false,
+            in_flight: 0,
+            max_in_flight: places.max(1),
         };
-        Limiter { state: Arc::new(Mutex::new(state)) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
 
     /// This replica's share of the buckets changed: so does its share of the deployment rate.
     pub fn set_share(&self, share: f64) {
-        let mut s = self.lock();
+        let mut s = self.shared.lock();
         s.aimd.set_share(share);
         s.apply();
     }
 
     /// Adapts the rate to what the server answered since the last call (see [`crate::aimd`]).
     pub fn adapt(&self, signals: Signals) -> Option<Cut> {
-        let mut s = self.lock();
+        let mut s = self.shared.lock();
         let demand = std::mem::take(&mut s.demand) || s.queues.iter().any(|q| !q.is_empty());
         let cut = s.aimd.observe(Instant::now(), signals, demand);
         s.apply();
@@ -113,58 +183,69 @@ impl Limiter {
 
     /// The current rate (requests per second; `<= 0` is unlimited).
     pub fn qps(&self) -> f64 {
-        self.lock().qps
+        self.shared.lock().qps
     }
 
-    /// Waits for a token. A caller only takes one while nobody as urgent is waiting.
-    pub async fn acquire(&self, priority: Priority) {
+    /// Places held now.
+    pub fn in_flight(&self) -> usize {
+        self.shared.lock().in_flight
+    }
+
+    /// Waits for a token and a place. A caller only takes one while nobody as urgent is
+    /// waiting. Hold the place until the request's answer has come.
+    pub async fn acquire(&self, priority: Priority) -> Place {
         let p = priority as usize;
         let granted = {
-            let mut s = self.lock();
-            if s.qps <= 0.0 {
-                return;
-            }
+            let mut s = self.shared.lock();
             s.refill();
-            if s.tokens >= 1.0 && s.queues[..=p].iter().all(VecDeque::is_empty) {
-                s.tokens -= 1.0;
-                return;
+            if s.can_grant() && s.queues[..=p].iter().all(VecDeque::is_empty) {
+                s.take();
+                return Place(Some(self.shared.clone()));
             }
             let (tx, rx) = oneshot::channel();
             s.queues[p].push_back(tx);
             s.demand = true;
             if !s.pumping {
                 s.pumping = true;
-                tokio::spawn(pump(self.state.clone()));
+                tokio::spawn(pump(self.shared.clone()));
             }
             rx
         };
-        // The pump only drops a sender when it hands out the token.
-        let _ = granted.await;
+        // The pump only drops a sender when it hands out a place.
+        granted.await.unwrap_or(Place(None))
     }
 }
 
-/// Hands tokens to waiters, most urgent first, until nobody waits.
-async fn pump(state: Arc<Mutex<State>>) {
+/// Hands tokens and places to waiters, most urgent first, until nobody waits.
+async fn pump(shared: Arc<Shared>) {
     loop {
         let wait = {
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = shared.lock();
             s.refill();
-            // Turned unlimited while callers waited: let them all go.
-            let unlimited = s.qps <= 0.0;
-            while s.tokens >= 1.0 || unlimited {
+            while s.can_grant() {
                 let Some(waiter) = s.queues.iter_mut().find_map(VecDeque::pop_front) else { break };
-                // A waiter that gave up (its future was dropped) costs no token.
-                if waiter.send(()).is_ok() && !unlimited {
-                    s.tokens -= 1.0;
+                s.take();
+                // A waiter that gave up (its future was dropped) costs nothing.
+                if let Err(place) = waiter.send(Place(Some(shared.clone()))) {
+                    place.disarm();
+                    s.in_flight -= 1;
+                    if s.qps > 0.0 {
+                        s.tokens += 1.0;
+                    }
                 }
             }
             if s.queues.iter().all(VecDeque::is_empty) {
                 s.pumping = false;
                 return;
             }
-            Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4))
+            (s.in_flight < s.max_in_flight)
+                .then(|| Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4)))
         };
-        tokio::time::sleep(wait).await;
+        match wait {
+            Some(refill) => tokio::time::sleep(refill).await,
+            // Every place is taken: the next one given back wakes us.
+            None => shared.returned.notified().await,
+        }
     }
 }
 
@@ -175,14 +256,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn many_waiters_are_served_at_the_rate_in_priority_order() {
         let limiter = Arc::new(Limiter::new(100.0, 1));
-        limiter.acquire(Priority::Create).await;
+        let _ = limiter.acquire(Priority::Create).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for i in 0..200 {
             let priority = if i % 2 == 0 { Priority::Background } else { Priority::Create };
             let (limiter, order) = (limiter.clone(), order.clone());
             tasks.push(tokio::spawn(async move {
-                limiter.acquire(priority).await;
+                let _place = limiter.acquire(priority).await;
                 order.lock().expect("lock").push(priority);
             }));
         }
@@ -201,7 +282,7 @@ mod tests {
         let limiter = Limiter::new(10.0, 5);
         let start = Instant::now();
         for _ in 0..15 {
-            limiter.acquire(Priority::Create).await;
+            let _ = limiter.acquire(Priority::Create).await;
         }
         // 5 at once, then 10 more at 10/s.
         let elapsed = start.elapsed();
@@ -212,11 +293,11 @@ mod tests {
     async fn a_new_rate_applies_to_waiting_callers() {
         let budget = RateBudget { qps: 100.0, burst: 1.0, deployment_qps: 100.0, adaptive: false };
         let limiter = Arc::new(Limiter::with_budget(budget));
-        limiter.acquire(Priority::Create).await;
+        let _ = limiter.acquire(Priority::Create).await;
         let mut tasks = Vec::new();
         for _ in 0..100 {
             let limiter = limiter.clone();
-            tasks.push(tokio::spawn(async move { limiter.acquire(Priority::Create).await }));
+            tasks.push(tokio::spawn(async move { drop(limiter.acquire(Priority::Create).await) }));
         }
         tokio::task::yield_now().await;
         // A second replica joined: this one's share halves.
@@ -233,14 +314,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn creations_overtake_waiting_background_work() {
         let limiter = std::sync::Arc::new(Limiter::new(10.0, 1));
-        limiter.acquire(Priority::Background).await;
+        let _ = limiter.acquire(Priority::Background).await;
         let order = std::sync::Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for (i, priority) in [Priority::Background, Priority::Background, Priority::Create].into_iter().enumerate() {
             let (limiter, order) = (limiter.clone(), order.clone());
             tasks.push(tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(i as u64)).await;
-                limiter.acquire(priority).await;
+                let _place = limiter.acquire(priority).await;
                 order.lock().expect("lock").push(priority);
             }));
         }
@@ -248,5 +329,38 @@ mod tests {
             t.await.expect("task");
         }
         assert_eq!(order.lock().expect("lock")[0], Priority::Create);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_token_while_every_place_is_taken_and_a_returned_place_goes_to_the_most_urgent() {
+        let budget = RateBudget { qps: 1000.0, burst: 100.0, deployment_qps: 0.0, adaptive: false };
+        let limiter = Arc::new(Limiter::with_places(budget, 2));
+        let first = limiter.acquire(Priority::Background).await;
+        let second = limiter.acquire(Priority::Background).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (i, priority) in [Priority::Background, Priority::Status, Priority::Create].into_iter().enumerate() {
+            let (limiter, order) = (limiter.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(i as u64)).await;
+                let place = limiter.acquire(priority).await;
+                order.lock().expect("lock").push(priority);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                drop(place);
+            }));
+        }
+        // Tokens to spare, but both places held: nobody gets through.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(order.lock().expect("lock").is_empty());
+        assert_eq!(limiter.in_flight(), 2);
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(*order.lock().expect("lock"), [Priority::Create], "the place went to the create");
+        drop(second);
+        for t in tasks {
+            t.await.expect("task");
+        }
+        assert_eq!(*order.lock().expect("lock"), [Priority::Create, Priority::Status, Priority::Background]);
+        assert_eq!(limiter.in_flight(), 0);
     }
 }

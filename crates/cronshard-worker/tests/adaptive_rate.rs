@@ -68,9 +68,10 @@ async fn herd(jobs: usize, admitted_per_s: f64, adaptive: bool) -> Herd {
             (limiter.clone(), congestion.clone(), server.clone(), throttled.clone());
         tasks.push(tokio::spawn(async move {
             loop {
-                limiter.acquire(Priority::Create).await;
+                let place = limiter.acquire(Priority::Create).await;
                 let sent = Instant::now();
                 let code = server.write().await;
+                drop(place);
                 congestion.record("create", code, sent.elapsed());
                 if code != 429 {
                     return;

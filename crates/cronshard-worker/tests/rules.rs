@@ -7,6 +7,11 @@ mod fake;
 
 use fake::*;
 
+/// The names of the Jobs a sync named for history cleanup.
+fn history(out: &Outcome) -> Vec<String> {
+    out.history.iter().map(|j| j.name.clone()).collect()
+}
+
 #[tokio::test]
 async fn a_due_run_is_created_with_its_deterministic_name_and_recorded() {
     let cj = cronjob("*/5 * * * *");
@@ -101,7 +106,7 @@ async fn suspend_stops_new_runs_but_not_status_or_history_work() {
     let out = run(&cj, &[done], "2026-11-30T09:00:00Z", &mut jobs).await;
     assert!(!jobs.calls.iter().any(|c| c.starts_with("create")));
     assert_eq!(reasons(&out), ["SawCompletedJob"]);
-    assert_eq!(out.history, ["nightly-1"], "history is cleaned up while suspended");
+    assert_eq!(history(&out), ["nightly-1"], "history is cleaned up while suspended");
     assert!(out.status.active.is_empty() && out.status_changed);
     assert_eq!(out.requeue_at, None);
 }
@@ -242,18 +247,18 @@ async fn history_limits_name_the_oldest_by_start_time_for_the_caller_to_delete()
     let out = run(&cj, &children, "2026-11-30T09:00:00Z", &mut jobs).await;
     // Five successes, limit 3: the two oldest (equal start times, by name). Two failures,
     // limit 1: the older one. The sync itself sends nothing: the worker deletes them later.
-    assert_eq!(out.history, ["nightly-a1", "nightly-a2", "nightly-f1"]);
+    assert_eq!(history(&out), ["nightly-a1", "nightly-a2", "nightly-f1"]);
     assert!(jobs.calls.is_empty() && out.events.is_empty());
     // Limit 0 names every one of that kind; unset start times go last.
     cj.spec.successful_jobs_history_limit = Some(4);
     cj.spec.failed_jobs_history_limit = Some(0);
     let out = run(&cj, &children, "2026-11-30T09:00:00Z", &mut FakeJobs::default()).await;
-    assert_eq!(out.history, ["nightly-a1", "nightly-f1", "nightly-f2"]);
+    assert_eq!(history(&out), ["nightly-a1", "nightly-f1", "nightly-f2"]);
     let mut many = children.clone();
     many.push(ok("nightly-y", None));
     cj.spec.successful_jobs_history_limit = Some(5);
     let out = run(&cj, &many, "2026-11-30T09:00:00Z", &mut FakeJobs::default()).await;
-    assert_eq!(out.history, ["nightly-a1", "nightly-f1", "nightly-f2"], "unset start times are the newest");
+    assert_eq!(history(&out), ["nightly-a1", "nightly-f1", "nightly-f2"], "unset start times are the newest");
     // Upstream's Events for what the worker's deletes did.
     assert_eq!(history_deleted("nightly-a1", Ok(())).message, "Deleted job nightly-a1");
     let failed = history_deleted("nightly-a1", Err("etcdserver: request timed out".into()));
@@ -274,7 +279,7 @@ async fn fix_the_job_of_an_unrecorded_run_is_never_deleted_by_history_cleanup() 
     let mut jobs = FakeJobs::default();
     jobs.live.insert(name.clone(), fast.clone());
     let out = run(&cj, &[fast, older.clone()], "2026-11-30T08:05:30Z", &mut jobs).await;
-    assert_eq!(out.history, [older.name.clone()], "recorded runs are cleaned up, the unrecorded one is not");
+    assert_eq!(history(&out), [older.name.clone()], "recorded runs are cleaned up, the unrecorded one is not");
     // The create finds the Job and records the run instead of starting it twice; no
     // deletion comes before it.
     assert_eq!(jobs.calls, [format!("create {name}"), format!("get {name}")]);

@@ -23,6 +23,7 @@ use clap::{Parser, ValueEnum};
 use cronshard_types::Timestamp;
 use cronshard_worker::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
 use cronshard_worker::kube_jobs::KubeJobs;
+use cronshard_worker::aimd::RateBudget;
 use cronshard_worker::limiter::{Limiter, Priority};
 use cronshard_worker::{Clock, Context, Jobs, Outcome, Settings, history_deleted, sync};
 use futures::StreamExt;
@@ -72,7 +73,9 @@ async fn run(args: Args) -> Result<(), String> {
         tokio::spawn(clock.clone().follow(url.clone()));
     }
     let settings = Settings { identity: args.identity.clone(), buckets: NonZeroU32::MIN, selector: None };
-    let ctx = Context::new(config, Limiter::new(args.qps, args.burst), settings, clock, Default::default())
+    // client-go has no cap on requests in flight, only its token bucket.
+    let budget = RateBudget { qps: args.qps, burst: f64::from(args.burst), deployment_qps: 0.0, adaptive: false };
+    let ctx = Context::new(config, Limiter::with_places(budget, usize::MAX), settings, clock, Default::default())
         .map_err(|e| e.to_string())?;
     let recorder = Recorder::start(ctx.clone());
     let work = async {
@@ -112,7 +115,7 @@ impl Recorder {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(ObjectReference, cronshard_worker::Event)>(MAX_QUEUED_EVENTS);
         tokio::spawn(async move {
             while let Some((reference, event)) = rx.recv().await {
-                ctx.limiter.acquire(Priority::Create).await;
+                let _place = ctx.limiter.acquire(Priority::Create).await;
                 let _ = cronshard_worker::events::write(&ctx, &reference, event).await;
             }
         });
@@ -139,16 +142,16 @@ async fn sync_one(
     let cached = cronshard_worker::cached::CachedCronJob::new(cj.clone());
     let mut io = KubeJobs::new(ctx, &cached, &state, 0, 0, None);
     let mut outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
-    for name in &outcome.history {
-        let result = io.delete(name).await.map_err(|e| e.to_string());
-        outcome.events.push(history_deleted(name, result));
+    for job in &outcome.history {
+        let result = io.delete(&job.name).await.map_err(|e| e.to_string());
+        outcome.events.push(history_deleted(&job.name, result));
     }
     if outcome.status_changed {
         let namespace = state.namespace.clone();
         let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
         let mut updated = cj.clone();
         updated.status = Some(status_to_k8s(&namespace, &outcome.status));
-        ctx.limiter.acquire(Priority::Create).await;
+        let _place = ctx.limiter.acquire(Priority::Create).await;
         if let Err(e) = api.replace_status(&state.name, &PostParams::default(), &updated).await {
             tracing::debug!(cronjob = %key(&cj.metadata), error = %e, "status update failed");
         }
@@ -177,8 +180,9 @@ async fn sweep(ctx: &Context, recorder: &Recorder) -> Result<(), kube::Error> {
     let mut owned: HashMap<String, Vec<cronshard_worker::ChildJob>> = HashMap::new();
     let mut params = ListParams::default().limit(500);
     loop {
-        ctx.limiter.acquire(Priority::Create).await;
+        let place = ctx.limiter.acquire(Priority::Create).await;
         let page = jobs_api.list(&params).await?;
+        drop(place);
         for job in &page.items {
             if let Some(uid) = controller_uid(&job.metadata) {
                 owned.entry(uid).or_default().push(child_job(job));
@@ -192,8 +196,9 @@ async fn sweep(ctx: &Context, recorder: &Recorder) -> Result<(), kube::Error> {
     let cronjobs: Api<CronJob> = Api::all(ctx.client.clone());
     let mut params = ListParams::default().limit(500);
     loop {
-        ctx.limiter.acquire(Priority::Create).await;
+        let place = ctx.limiter.acquire(Priority::Create).await;
         let page = cronjobs.list(&params).await?;
+        drop(place);
         for cj in &page.items {
             let children = cj.metadata.uid.as_ref().and_then(|u| owned.get(u)).cloned().unwrap_or_default();
             sync_one(ctx, recorder, cj, children).await;

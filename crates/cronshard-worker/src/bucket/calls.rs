@@ -68,15 +68,16 @@ pub(super) async fn sync_due(ctx: &Arc<Context>, bucket: u32, epoch: i32, due: &
 /// the object is decoded, and the client's request future allocated, only once it allows
 /// the write. Each request is bounded in time once sent, never its wait for the budget.
 pub(super) async fn write_status(ctx: &Context, cj: &CachedCronJob, status: &CronJobStatus) -> StatusWrite {
-    ctx.limiter.acquire(Priority::Status).await;
+    let place = ctx.limiter.acquire(Priority::Status).await;
     let written = match Box::pin(tokio::time::timeout(REQUEST_TIMEOUT, replace_status(ctx, cj, status))).await {
         Ok(written) => written?,
         Err(_) => return Err(SyncError::Timeout { what: "status write", after: REQUEST_TIMEOUT }),
     };
+    drop(place);
     match written {
         Some(fresh) => Ok(WriteResult::Written(fresh)),
         None => {
-            ctx.limiter.acquire(Priority::Status).await;
+            let _place = ctx.limiter.acquire(Priority::Status).await;
             // The key is `namespace/name`, and neither part may contain a slash.
             let (namespace, name) = cj.key().split_once('/').unwrap_or(("", cj.key()));
             let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), namespace);

@@ -3,6 +3,7 @@
 //! rather than ask the server for them.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use futures::stream::{BoxStream, Fuse, FuturesUnordered};
 use futures::{Future, StreamExt};
@@ -14,6 +15,11 @@ use super::index::Due;
 use super::{PARALLEL_SYNCS, Worker};
 use crate::decoded::Decoded;
 use crate::sync::Outcome;
+
+/// Longest a stopping bucket waits for the syncs it has in flight (a handover must not wait
+/// for a create that is still queued for the budget). One dropped after its create was sent
+/// is found by the next owner, whose create gets AlreadyExists and adopts the Job.
+const STOP_WAIT: Duration = Duration::from_secs(15);
 
 type Watch<K> = Fuse<BoxStream<'static, Result<watcher::Event<Decoded<K>>, watcher::Error>>>;
 
@@ -28,7 +34,7 @@ impl Worker {
     /// Syncs every CronJob that is due, [`PARALLEL_SYNCS`] at once, each from what the cache
     /// holds when its sync starts. Watch events are applied meanwhile (a CronJob they touch
     /// syncs again in the next round, never twice at once). Once told to stop, no further
-    /// sync starts; those in flight finish. Status writes and history cleanup start when the
+    /// sync starts; those in flight get [`STOP_WAIT`] to finish. Status writes and history cleanup start when the
     /// round is done, so that while a herd is created they do not take the gaps between its
     /// creates at the server.
     pub(super) async fn run_due(&mut self, streams: &mut Streams) {
@@ -37,8 +43,12 @@ impl Worker {
         let mut syncing = FuturesUnordered::new();
         // A dropped sender can no longer say stop: the bucket is being torn down anyway.
         let mut stop_closed = false;
+        let mut give_up_at = None;
         loop {
             let stopping = stop_closed || *streams.stop.borrow();
+            if stopping && give_up_at.is_none() {
+                give_up_at = Some(tokio::time::Instant::now() + STOP_WAIT);
+            }
             while syncing.len() < PARALLEL_SYNCS && !stopping {
                 let Some(k) = keys.pop_front() else { break };
                 if let Some(due) = self.due(&k) {
@@ -53,6 +63,7 @@ impl Worker {
                 Some(event) = streams.cronjobs.next() => self.on_watch_event("CronJob", event, Worker::on_cronjob),
                 Some(event) = streams.jobs.next() => self.on_watch_event("Job", event, Worker::on_job),
                 changed = streams.stop.changed(), if !stop_closed => stop_closed = changed.is_err(),
+                () = tokio::time::sleep_until(give_up_at.unwrap_or_else(tokio::time::Instant::now)), if give_up_at.is_some() => break,
             }
         }
         // Not started because the bucket stops: its next owner syncs them.

@@ -35,9 +35,11 @@ impl Worker {
                 continue;
             }
             let Some((namespace, name)) = k.split_once('/') else { continue };
-            self.ctx.limiter.acquire(Priority::Background).await;
+            let place = self.ctx.limiter.acquire(Priority::Background).await;
             let api = Api::<Decoded<CronJob>>::namespaced(self.ctx.client.clone(), namespace);
-            match api.get_opt(name).await {
+            let read = crate::kube_jobs::sent_within(api.get_opt(name)).await;
+            drop(place);
+            match read {
                 Ok(Some(Decoded::Ok(cj))) => {
                     self.leftovers.insert(k, rv);
                     if !labelled(&cj) {

@@ -247,6 +247,7 @@ impl Worker {
         self.index.delete_cronjob(k);
         self.timers.forget(k);
         self.writes.forget(k);
+        self.history.forget(k);
     }
 
     fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
@@ -321,17 +322,29 @@ impl Worker {
         Some(due)
     }
 
-    /// Applies a sync's results: metrics and Events, the status to write, the next sync time.
+    /// Applies a sync's results: metrics and Events, the status to write, the history to
+    /// clean up, the next sync time. Watches are read while syncs run, so the CronJob may have
+    /// left the bucket meanwhile, or been deleted and created again: then only what already
+    /// happened is recorded, and nothing is written to the object now under that name.
     fn finish(&mut self, due: Due, outcome: Outcome) {
         self.record(&due, &outcome);
         let k = due.key.as_str();
+        if self.index.cronjob(k).and_then(CachedCronJob::uid) != Some(due.state.uid.as_str()) {
+            return;
+        }
         if let Some(through) = outcome.reported_through {
             self.index.set_reported(k, through);
         }
         if outcome.status_changed {
             self.writes.decided(k, outcome.status.clone());
         }
-        self.history.queue(&due.reference, &outcome.history);
+        // As upstream, no cleanup after a failed sync; and none while a status is decided but
+        // not on the server: the run it records must be recorded there before a Job is deleted
+        // on its strength (otherwise a lost write could let that run start twice). The sync
+        // after the write lands names them again.
+        if outcome.error.is_none() && self.writes.unwritten(k).is_none() {
+            self.history.queue(k, &due.reference, &outcome.history);
+        }
         match &outcome.error {
             Some(error) => self.failed(k, error, outcome.requeue_at),
             None => self.timers.succeeded(k, outcome.requeue_at),

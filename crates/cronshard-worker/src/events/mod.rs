@@ -39,10 +39,11 @@ pub fn publish(ctx: Arc<Context>, reference: ObjectReference, events: Vec<Event>
     }
     tokio::spawn(async move {
         for event in events {
-            ctx.limiter.acquire(Priority::Background).await;
+            // Held for the write: a series patch that finds its Event gone creates one.
+            let _place = ctx.limiter.acquire(Priority::Background).await;
             // Boxed: tens of thousands of these tasks may wait for the budget after a herd,
             // and the request's future is many times the size of what waits.
-            if let Err(e) = Box::pin(write(&ctx, &reference, event)).await {
+            if let Err(e) = Box::pin(crate::kube_jobs::sent_within(write(&ctx, &reference, event))).await {
                 tracing::debug!(error = %e, "could not record an Event");
             }
         }

@@ -1,13 +1,13 @@
 //! History cleanup: which finished Jobs beyond the CronJob's history limits go.
 
 use super::rules::Sync;
-use super::{ChildJob, Finished};
+use super::{ChildJob, Finished, JobRef};
 
 /// The oldest finished Jobs beyond the history limits, by `status.startTime`, unset last,
 /// ties by name. Only named here: the caller deletes them after the sync, in the
 /// background. FIX: a Job for a run that `lastScheduleTime` does not record yet is never
 /// named, or the run could be started twice.
-pub(super) fn history_to_delete(s: &Sync<'_>, children: &[ChildJob]) -> Vec<String> {
+pub(super) fn history_to_delete(s: &Sync<'_>, children: &[ChildJob]) -> Vec<JobRef> {
     let recorded_minutes = s.status.last_schedule_time.map(|t| t.as_second() / 60);
     let unrecorded = |job: &ChildJob| {
         let suffix = job.name.strip_prefix(&s.cj.name).and_then(|rest| rest.strip_prefix('-'));
@@ -31,7 +31,7 @@ pub(super) fn history_to_delete(s: &Sync<'_>, children: &[ChildJob]) -> Vec<Stri
             (None, Some(_)) => std::cmp::Ordering::Greater,
             _ => a.name.cmp(&b.name),
         });
-        names.extend(finished.into_iter().take(excess).filter(|job| !unrecorded(job)).map(|job| job.name.clone()));
+        names.extend(finished.into_iter().take(excess).filter(|job| !unrecorded(job)).map(ChildJob::job_ref));
     }
     names
 }

@@ -167,8 +167,9 @@ pub struct Outcome {
     pub reported_through: Option<Timestamp>,
     /// Finished Jobs beyond the history limits, oldest first: the caller deletes them after
     /// the sync, as upstream cleans up after its create, and in the background, so that a
-    /// due create never waits for history cleanup (see [`history_deleted`]).
-    pub history: Vec<String>,
+    /// due create never waits for history cleanup (see [`history_deleted`]). Each with its
+    /// uid, so a later delete can only remove this very Job.
+    pub history: Vec<JobRef>,
 }
 
 /// The Event upstream records for a Job that history cleanup deleted (`Ok`), or failed to

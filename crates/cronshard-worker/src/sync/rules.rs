@@ -40,7 +40,7 @@ pub(super) struct Sync<'a> {
     events: Vec<Event>,
     missed: Vec<(MissReason, u64)>,
     pub(super) reported_through: Option<Timestamp>,
-    history: Vec<String>,
+    history: Vec<super::JobRef>,
 }
 
 /// One sync of `cj` at `now`. `children` are the Jobs the owner index holds for it (by
