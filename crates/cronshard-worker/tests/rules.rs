@@ -279,7 +279,11 @@ async fn fix_the_job_of_an_unrecorded_run_is_never_deleted_by_history_cleanup() 
     let mut jobs = FakeJobs::default();
     jobs.live.insert(name.clone(), fast.clone());
     let out = run(&cj, &[fast, older.clone()], "2026-11-30T08:05:30Z", &mut jobs).await;
-    assert_eq!(history(&out), [older.name.clone()], "recorded runs are cleaned up, the unrecorded one is not");
+    assert_eq!(
+        history(&out),
+        std::slice::from_ref(&older.name),
+        "recorded runs are cleaned up, the unrecorded one is not"
+    );
     // The create finds the Job and records the run instead of starting it twice; no
     // deletion comes before it.
     assert_eq!(jobs.calls, [format!("create {name}"), format!("get {name}")]);

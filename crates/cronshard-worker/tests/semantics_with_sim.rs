@@ -207,7 +207,9 @@ async fn a_due_create_never_waits_for_history_cleanup() {
     let flood: Vec<_> = (0..2000)
         .map(|_| {
             let ctx = ctx.clone();
-            tokio::spawn(async move { drop(ctx.limiter.acquire(cronshard_worker::limiter::Priority::Background).await) })
+            tokio::spawn(
+                async move { drop(ctx.limiter.acquire(cronshard_worker::limiter::Priority::Background).await) },
+            )
         })
         .collect();
     let (stop, worker) = common::start(ctx);

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use cronshard_types::Timestamp;
+use cronshard_worker::aimd::RateBudget;
 use cronshard_worker::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
 use cronshard_worker::kube_jobs::KubeJobs;
-use cronshard_worker::aimd::RateBudget;
 use cronshard_worker::limiter::{Limiter, Priority};
 use cronshard_worker::{Clock, Context, Jobs, Outcome, Settings, history_deleted, sync};
 use futures::StreamExt;
@@ -303,8 +303,7 @@ async fn v2(ctx: Arc<Context>, recorder: Recorder, workers: usize) {
     let pool = async {
         let _ = cj_reader.wait_until_ready().await;
         let _ = job_reader.wait_until_ready().await;
-        let worker =
-            |_| v2_worker(ctx.clone(), recorder.clone(), queue.clone(), cj_reader.clone(), job_reader.clone());
+        let worker = |_| v2_worker(ctx.clone(), recorder.clone(), queue.clone(), cj_reader.clone(), job_reader.clone());
         futures::future::join_all((0..workers.max(1)).map(worker)).await;
     };
     futures::join!(informers, pool);
