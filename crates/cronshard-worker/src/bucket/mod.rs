@@ -69,6 +69,8 @@ struct Worker {
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
     spreads: Spreads,
+    /// The earliest timer and the number of timers when the limiter was last told.
+    reserved: Option<(cronshard_types::Timestamp, usize)>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -99,6 +101,7 @@ pub async fn run(
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
     let mut counted_ready: Option<ReadyGuard> = None;
     loop {
+        w.reserve();
         let sleep = w.next_wake();
         tokio::select! {
             _ = streams.stop.changed() => {
@@ -117,7 +120,8 @@ pub async fn run(
             _ = tokio::time::sleep(sleep) => w.run_due(&mut streams).await,
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             deleted = w.history.next_done(), if !w.history.is_idle() => w.history.done(&ctx, deleted),
-            _ = ctx.clock.changed() => {}
+            // Timers are recomputed; so are the reservations' instants.
+            _ = ctx.clock.changed() => w.reserved = None,
             // A Namespace's spread default changed (or the first list came): every CronJob
             // syncs with what it now implies.
             changed = namespace_spread_changes.changed() => {
@@ -144,6 +148,7 @@ pub async fn run(
         }
     }
     // Handing the bucket over: what was decided is written before the Lease is released.
+    ctx.limiter.reserve(bucket, None);
     if *streams.stop.borrow() {
         w.drain_writes().await;
     }
@@ -174,6 +179,25 @@ impl Worker {
             leftovers: HashMap::new(),
             leftovers_due: Some(Instant::now()),
             spreads: Spreads::default(),
+            reserved: None,
+        }
+    }
+
+    /// Tells the limiter when this bucket's next timers fire and how many (most of them
+    /// create a Job), when the earliest timer or the number of timers changed (counting
+    /// costs as many steps as there are timers in the horizon). Timers due now run at once.
+    fn reserve(&mut self) {
+        let now = self.ctx.clock.now();
+        let Some(at) = self.timers.next_at().filter(|at| *at > now) else { return };
+        let key = Some((at, self.timers.len()));
+        if key != self.reserved {
+            self.reserved = key;
+            let creates = self.timers.count_within(at, crate::reservations::HORIZON);
+            let due = crate::reservations::Due {
+                at: Instant::now() + self.ctx.clock.until(at),
+                creates: u32::try_from(creates).unwrap_or(u32::MAX),
+            };
+            self.ctx.limiter.reserve(self.bucket, Some(due));
         }
     }
 
