@@ -93,8 +93,22 @@ impl State {
     }
 
     /// Whether a token and a place are free now.
-    fn can_grant(&self) -> bool {
-        (self.qps <= 0.0 || self.tokens >= 1.0) && self.in_flight < self.max_in_flight
+    fn can_grant(&self, priority: Priority) -> bool {
+        !self.short_of_tokens() && self.in_flight < self.places_for(priority)
+    }
+
+    /// Whether the rate is what holds a caller back now.
+    fn short_of_tokens(&self) -> bool {
+        self.qps > 0.0 && self.tokens < 1.0
+    }
+
+    /// The places a caller of `priority` may fill: an eighth of them (at least one) are kept
+    /// for creates, so that slow status writes or deletes never hold them all.
+    fn places_for(&self, priority: Priority) -> usize {
+        if priority == Priority::Create || self.max_in_flight < 2 {
+            return self.max_in_flight;
+        }
+        self.max_in_flight - (self.max_in_flight / 8).max(1)
     }
 
     /// Until when work below [`Priority::Create`] waits for due creates (`None`: it does not).
@@ -107,7 +121,7 @@ impl State {
         if let Some(create) = self.queues[0].pop_front() {
             return Some(create);
         }
-        if self.held_until(now).is_some() {
+        if self.held_until(now).is_some() || self.in_flight >= self.places_for(Priority::Status) {
             return None;
         }
         self.queues[1..].iter_mut().find_map(VecDeque::pop_front)
@@ -237,9 +251,14 @@ impl Limiter {
     /// Adapts the rate to what the server answered since the last call (see [`crate::aimd`]).
     pub fn adapt(&self, signals: Signals) -> Option<Cut> {
         let mut s = self.shared.lock();
-        let demand = std::mem::take(&mut s.demand) || s.queues.iter().any(|q| !q.is_empty());
+        s.refill();
+        let waiting = s.queues.iter().any(|q| !q.is_empty());
+        let demand = std::mem::take(&mut s.demand) || (waiting && s.short_of_tokens());
         let cut = s.aimd.observe(Instant::now(), signals, demand);
         s.apply();
+        drop(s);
+        // A new rate may end a hold early, or hand out tokens sooner.
+        self.shared.returned.notify_one();
         cut
     }
 
@@ -261,13 +280,15 @@ impl Limiter {
             let mut s = self.shared.lock();
             s.refill();
             let held = priority != Priority::Create && s.held_until(Instant::now()).is_some();
-            if s.can_grant() && !held && s.queues[..=p].iter().all(VecDeque::is_empty) {
+            if s.can_grant(priority) && !held && s.queues[..=p].iter().all(VecDeque::is_empty) {
                 s.take();
                 return Place(Some(self.shared.clone()));
             }
             let (tx, rx) = oneshot::channel();
             s.queues[p].push_back(tx);
-            s.demand = true;
+            // Only a wait for tokens says the rate holds work back (not one for a place or
+            // through a hold).
+            s.demand |= s.short_of_tokens();
             if !s.pumping {
                 s.pumping = true;
                 tokio::spawn(pump(self.shared.clone()));
@@ -289,7 +310,7 @@ async fn pump(shared: Arc<Shared>) {
             let mut s = shared.lock();
             s.refill();
             let now = Instant::now();
-            while s.can_grant() {
+            while s.can_grant(Priority::Create) {
                 let Some(waiter) = s.next_waiter(now) else { break };
                 s.take();
                 // A waiter that gave up (its future was dropped) costs nothing.
@@ -305,11 +326,16 @@ async fn pump(shared: Arc<Shared>) {
                 s.pumping = false;
                 return;
             }
+            s.demand |= s.short_of_tokens();
             let refill = Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4));
-            match s.held_until(now) {
+            if !s.queues[0].is_empty() {
+                // A create waits for a token, or for a place.
+                (s.in_flight < s.max_in_flight).then_some(refill)
+            } else if let Some(end) = s.held_until(now) {
                 // Only held work waits: until the hold ends, or a create comes.
-                Some(end) if s.queues[0].is_empty() => Some(refill.max(end - now)),
-                _ => (s.in_flight < s.max_in_flight).then_some(refill),
+                Some(refill.max(end - now))
+            } else {
+                (s.in_flight < s.places_for(Priority::Status)).then_some(refill)
             }
         };
         // A place given back (or a create while held) wakes us early.
@@ -411,8 +437,9 @@ mod tests {
     async fn no_token_while_every_place_is_taken_and_a_returned_place_goes_to_the_most_urgent() {
         let budget = RateBudget { qps: 1000.0, burst: 100.0, deployment_qps: 0.0, adaptive: false };
         let limiter = Arc::new(Limiter::with_places(budget, 2));
-        let first = limiter.acquire(Priority::Background).await;
-        let second = limiter.acquire(Priority::Background).await;
+        // Creates may take every place (work below them leaves one free for creates).
+        let first = limiter.acquire(Priority::Create).await;
+        let second = limiter.acquire(Priority::Create).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for (i, priority) in [Priority::Background, Priority::Status, Priority::Create].into_iter().enumerate() {
@@ -477,7 +504,8 @@ mod tests {
             async move { drop(limiter.acquire(Priority::Background).await) }
         });
         drop(limiter.acquire(Priority::Create).await);
-        tokio::task::yield_now().await;
+        // The pump is asleep until the hold ends when the next create queues.
+        tokio::time::sleep(Duration::from_millis(1)).await;
         drop(limiter.acquire(Priority::Create).await);
         let waited = start.elapsed();
         assert!(
@@ -519,6 +547,32 @@ mod tests {
         let few: Vec<Place> =
             futures::future::join_all((0..MIN_PLACES).map(|_| limiter.acquire(Priority::Create))).await;
         assert_eq!(limiter.in_flight(), MIN_PLACES, "never fewer than MIN_PLACES");
+        let one_more = tokio::spawn({
+            let limiter = limiter.clone();
+            async move { drop(limiter.acquire(Priority::Create).await) }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!one_more.is_finished(), "and no more");
         drop(few);
+        one_more.await.expect("task");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_eighth_of_the_places_are_kept_for_creates() {
+        let budget = RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: false };
+        let limiter = Arc::new(Limiter::with_places(budget, 16));
+        let slow: Vec<Place> = futures::future::join_all((0..14).map(|_| limiter.acquire(Priority::Status))).await;
+        let fifteenth = tokio::spawn({
+            let limiter = limiter.clone();
+            async move { drop(limiter.acquire(Priority::Background).await) }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!fifteenth.is_finished(), "two of 16 places are for creates only");
+        let creates: Vec<Place> = futures::future::join_all((0..2).map(|_| limiter.acquire(Priority::Create))).await;
+        assert_eq!(limiter.in_flight(), 16);
+        drop(creates);
+        assert!(!fifteenth.is_finished());
+        drop(slow);
+        fifteenth.await.expect("task");
     }
 }

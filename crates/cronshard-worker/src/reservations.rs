@@ -16,16 +16,21 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// A bucket counts its timers this soon after its next one: a herd whose creates are spread
-/// over a second (spread offsets) is one herd.
-pub const HORIZON: Duration = Duration::from_secs(1);
+/// A bucket counts its timers this soon after its next one, and tells the limiter again only
+/// once its next timer is past that: each timer counts towards one reservation, however
+/// often the bucket wakes (a herd is due at one instant; creates spread over the minute make
+/// many small reservations, and their holds take no more of the time than the creates take
+/// of the budget).
+pub const HORIZON: Duration = Duration::from_millis(100);
 /// The longest hold: a token bucket (the client's burst, the simulator's) refills in one
 /// second, so a longer hold only delays work without saving more.
 pub const MAX_HOLD: Duration = Duration::from_secs(1);
-/// How long the hold outlasts the due time, at most: the due syncs reach the limiter a few
-/// milliseconds after their timer fires, and lower-priority work must not take the places
-/// first.
-const MAX_AFTER: Duration = Duration::from_millis(20);
+/// How long the hold of a herd (creates that need at least [`HERD_HOLD`]) outlasts its due
+/// time: the due syncs reach the limiter a few milliseconds after their timer fires, and
+/// lower-priority work must not take the places first. A smaller hold has no after-part, so
+/// that many small ones never add up to more than their creates' share of the time.
+const AFTER: Duration = Duration::from_millis(20);
+const HERD_HOLD: Duration = Duration::from_millis(100);
 
 /// One bucket's next due timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,8 +78,9 @@ impl Reservations {
     /// Each reservation holds for the time its creates need at the rate, just before its time
     /// or, when a later reservation's hold already starts earlier, just before that hold:
     /// so holds add up (buckets due together hold as long as all their creates need, up to
-    /// [`MAX_HOLD`]) and never overlap (creates spread over the minute hold no more of the
-    /// time than they take of the budget, and work below them is never starved).
+    /// [`MAX_HOLD`] before their time) and the time before due creates is held once, not
+    /// once per reservation (creates spread over the minute hold no more of the time than
+    /// they take of the budget, and work below them is starved only when they need all of it).
     fn recompute(&mut self) {
         self.windows.clear();
         if self.qps <= 0.0 {
@@ -85,7 +91,7 @@ impl Reservations {
         // Where the holds placed so far (for later reservations) begin.
         let mut floor: Option<Instant> = None;
         for d in due {
-            let hold = Duration::from_secs_f64(f64::from(d.creates) / self.qps).min(MAX_HOLD);
+            let hold = Duration::from_secs_f64((f64::from(d.creates) / self.qps).min(MAX_HOLD.as_secs_f64()));
             if hold.is_zero() {
                 continue;
             }
@@ -93,7 +99,8 @@ impl Reservations {
             let earliest = d.at.checked_sub(MAX_HOLD).unwrap_or(d.at);
             let start = before.checked_sub(hold).unwrap_or(before).max(earliest);
             floor = Some(floor.map_or(start, |f| f.min(start)));
-            self.windows.push((start, d.at + hold.min(MAX_AFTER)));
+            let after = if hold >= HERD_HOLD { AFTER } else { Duration::ZERO };
+            self.windows.push((start, d.at + after));
         }
         self.windows.sort_by_key(|(start, _)| *start);
     }
@@ -113,7 +120,7 @@ mod tests {
         let mut r = Reservations::default();
         r.set_rate(500.0);
         r.set(1, Some(Due { at: now + ms(2000), creates: 200 }), now);
-        // 200 creates at 500/s: 0.4 s before, and 20 ms after.
+        // 200 creates at 500/s: 0.4 s before, and 20 ms after (a herd).
         assert_eq!(r.held_until(now + ms(1599)), None);
         assert_eq!(r.held_until(now + ms(1600)), Some(now + ms(2020)));
         assert_eq!(r.held_until(now + ms(2019)), Some(now + ms(2020)));
@@ -150,11 +157,12 @@ mod tests {
             r.set(bucket, Some(Due { at: now + ms(1000 + 100 * u64::from(bucket)), creates: 30 }), now);
         }
         let held = (0..2000).filter(|t| r.held_until(now + ms(*t)).is_some()).count();
-        assert_eq!(held, 10 * (30 + 20), "each hold is its own, with its 20 ms after");
+        assert_eq!(held, 10 * 30, "each hold is its own, small ones without an after-part");
         // A later hold that starts before an earlier time pushes the earlier one before it.
         r.set(20, Some(Due { at: now + ms(1250), creates: 100 }), now);
         assert!(r.held_until(now + ms(1150)).is_some(), "1250's 100 ms");
         assert!(r.held_until(now + ms(1120)).is_some(), "1200's 30 ms, moved before it");
+        assert_eq!(r.held_until(now + ms(1119)), None, "1100's ended at its time");
     }
 
     #[tokio::test(start_paused = true)]
@@ -179,7 +187,7 @@ mod tests {
         let mut r = Reservations::default();
         r.set_rate(100.0);
         r.set(1, Some(Due { at: now + ms(1000), creates: 50 }), now);
-        r.set(2, Some(Due { at: now + ms(9000), creates: 1 }), now + ms(5000));
-        assert_eq!(r.by_bucket.len(), 1, "bucket 1's time is long past");
+        r.set(2, Some(Due { at: now + ms(9000), creates: 1 }), now + ms(1100));
+        assert_eq!(r.by_bucket.len(), 1, "bucket 1's time is past");
     }
 }

@@ -69,8 +69,8 @@ struct Worker {
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
     spreads: Spreads,
-    /// The earliest timer and the number of timers when the limiter was last told.
-    reserved: Option<(cronshard_types::Timestamp, usize)>,
+    /// The time of the reservation last told to the limiter (its horizon counted from there).
+    reserved: Option<cronshard_types::Timestamp>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -183,22 +183,30 @@ impl Worker {
         }
     }
 
-    /// Tells the limiter when this bucket's next timers fire and how many (most of them
-    /// create a Job), when the earliest timer or the number of timers changed (counting
-    /// costs as many steps as there are timers in the horizon). Timers due now run at once.
+    /// Tells the limiter when this bucket's next timers fire and how many within the
+    /// reservation horizon (most of them create a Job). Once per horizon: a timer that fires
+    /// inside the reported one was counted already. Timers due now run at once.
     fn reserve(&mut self) {
         let now = self.ctx.clock.now();
-        let Some(at) = self.timers.next_at().filter(|at| *at > now) else { return };
-        let key = Some((at, self.timers.len()));
-        if key != self.reserved {
-            self.reserved = key;
-            let creates = self.timers.count_within(at, crate::reservations::HORIZON);
-            let due = crate::reservations::Due {
-                at: Instant::now() + self.ctx.clock.until(at),
-                creates: u32::try_from(creates).unwrap_or(u32::MAX),
-            };
-            self.ctx.limiter.reserve(self.bucket, Some(due));
+        let Some(at) = self.timers.next_at() else {
+            if self.reserved.take().is_some() {
+                self.ctx.limiter.reserve(self.bucket, None);
+            }
+            return;
+        };
+        let horizon = jiff::SignedDuration::try_from(crate::reservations::HORIZON).unwrap_or_default();
+        let counted =
+            self.reserved.is_some_and(|from| from <= at && from.checked_add(horizon).is_ok_and(|end| at < end));
+        if at <= now || counted {
+            return;
         }
+        self.reserved = Some(at);
+        let creates = self.timers.count_within(at, crate::reservations::HORIZON);
+        let due = crate::reservations::Due {
+            at: Instant::now() + self.ctx.clock.until(at),
+            creates: u32::try_from(creates).unwrap_or(u32::MAX),
+        };
+        self.ctx.limiter.reserve(self.bucket, Some(due));
     }
 
     /// One item of a watch stream: an event of a decodable object goes to `apply`; an
