@@ -1,6 +1,7 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
 //! bucket, served by priority so that due Job creations go first under a herd, at the rate
-//! [`crate::aimd`] sets, with at most [`MAX_IN_FLIGHT`] requests out at once.
+//! [`crate::aimd`] sets, with at most this replica's share of [`MAX_IN_FLIGHT`] requests out
+//! at once.
 //!
 //! Why a cap on requests out: the server serves what it has queued first come, first served
 //! (API Priority and Fairness queues within a priority level). A client that sends its burst
