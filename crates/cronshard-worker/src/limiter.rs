@@ -219,7 +219,7 @@ impl Limiter {
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
 
-    /// Never holds work back for due creates (`--no-due-reservation`, and the baselines).
+    /// Never holds work back for due creates (`--no-due-reservation`).
     pub fn without_reservations(self) -> Self {
         self.shared.lock().reservations = None;
         self
