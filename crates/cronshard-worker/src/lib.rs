@@ -21,7 +21,6 @@ pub mod leftovers;
 pub mod limiter;
 pub mod metrics;
 pub mod namespaces;
-pub mod reservations;
 pub mod sync;
 
 use std::collections::{BTreeSet, HashMap};

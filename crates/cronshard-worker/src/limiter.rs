@@ -1,7 +1,6 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
 //! bucket, served by priority so that due Job creations go first under a herd, at the rate
-//! [`crate::aimd`] sets, with at most this replica's share of [`MAX_IN_FLIGHT`] requests out
-//! at once.
+//! [`crate::aimd`] sets, with at most [`MAX_IN_FLIGHT`] requests out at once.
 //!
 //! Why a cap on requests out: the server serves what it has queued first come, first served
 //! (API Priority and Fairness queues within a priority level). A client that sends its burst
@@ -12,9 +11,6 @@
 //! most that many requests at the server, and everything else waits here, where priority
 //! holds. Requests that never come here (watches, the watchers' lists, Leases, which have
 //! their own priority level on a real server and are the replica's liveness) are not capped.
-//!
-//! Before a bucket's due creates, lower-priority work is held back (see
-//! [`crate::reservations`]), so that they find both the client's and the server's budget full.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -24,19 +20,11 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::aimd::{Aimd, Cut, RateBudget, Signals};
-use crate::reservations::{Due, Reservations};
 
-/// Requests out at once at most, for the whole deployment: each replica takes the share of
-/// them its buckets make up (as with the rate), so that what waits at the server stays this
-/// short however many replicas there are. Enough for the admitted rate at the latencies of a
-/// loaded server (1,000 writes/s at 64 ms each; kube-apiserver answers a create in a few to
-/// tens of ms), and under a user's 100 concurrent seats in the simulator. Without the share,
-/// eight replicas kept 512 requests queued at a server that admits 1,000 writes/s: half a
-/// second of waiting, which the adaptive rate reads as overload and cuts for.
+/// Requests out at once at most. Enough for the admitted rate at the latencies of a loaded
+/// server (1,000 writes/s at 64 ms each; kube-apiserver answers a create in a few to tens
+/// of ms), and under a user's 100 concurrent seats in the simulator.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// The fewest places a replica keeps, whatever its share: it still lists, labels and takes
-/// buckets over, and a share that is about to grow should not start from one request.
-pub const MIN_PLACES: usize = 4;
 
 /// What a call is for, most urgent first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,10 +54,6 @@ struct State {
     /// Places held: requests granted and not yet answered.
     in_flight: usize,
     max_in_flight: usize,
-    /// The places at a share of 1 (`max_in_flight` is this replica's share of them).
-    places: usize,
-    /// `None`: reservations are off (`--no-due-reservation`).
-    reservations: Option<Reservations>,
 }
 
 impl State {
@@ -88,44 +72,11 @@ impl State {
         self.qps = qps;
         self.burst = burst.max(1.0);
         self.tokens = self.tokens.min(self.burst);
-        if let Some(r) = &mut self.reservations {
-            r.set_rate(qps);
-        }
     }
 
     /// Whether a token and a place are free now.
-    fn can_grant(&self, priority: Priority) -> bool {
-        !self.short_of_tokens() && self.in_flight < self.places_for(priority)
-    }
-
-    /// Whether the rate is what holds a caller back now.
-    fn short_of_tokens(&self) -> bool {
-        self.qps > 0.0 && self.tokens < 1.0
-    }
-
-    /// The places a caller of `priority` may fill: an eighth of them (at least one) are kept
-    /// for creates, so that slow status writes or deletes never hold them all.
-    fn places_for(&self, priority: Priority) -> usize {
-        if priority == Priority::Create || self.max_in_flight < 2 {
-            return self.max_in_flight;
-        }
-        self.max_in_flight - (self.max_in_flight / 8).max(1)
-    }
-
-    /// Until when work below [`Priority::Create`] waits for due creates (`None`: it does not).
-    fn held_until(&self, now: Instant) -> Option<Instant> {
-        self.reservations.as_ref().and_then(|r| r.held_until(now))
-    }
-
-    /// The next waiter to serve now, most urgent first (below creates only when not held).
-    fn next_waiter(&mut self, now: Instant) -> Option<oneshot::Sender<Place>> {
-        if let Some(create) = self.queues[0].pop_front() {
-            return Some(create);
-        }
-        if self.held_until(now).is_some() || self.in_flight >= self.places_for(Priority::Status) {
-            return None;
-        }
-        self.queues[1..].iter_mut().find_map(VecDeque::pop_front)
+    fn can_grant(&self) -> bool {
+        (self.qps <= 0.0 || self.tokens >= 1.0) && self.in_flight < self.max_in_flight
     }
 
     fn take(&mut self) {
@@ -139,8 +90,7 @@ impl State {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
-    /// A place was given back, or a create came while lower-priority work was held: the
-    /// pump may hand out more.
+    /// A place was given back: the pump may hand out more.
     returned: Notify,
 }
 
@@ -200,8 +150,6 @@ impl Limiter {
         let aimd = Aimd::new(budget);
         let (qps, burst) = aimd.rate();
         let burst = burst.max(1.0);
-        let mut reservations = Reservations::default();
-        reservations.set_rate(qps);
         let state = State {
             tokens: burst,
             refilled: Instant::now(),
@@ -213,53 +161,23 @@ impl Limiter {
             demand: false,
             in_flight: 0,
             max_in_flight: places.max(1),
-            places: places.max(1),
-            reservations: Some(reservations),
         };
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
 
-    /// Never holds work back for due creates (`--no-due-reservation`).
-    pub fn without_reservations(self) -> Self {
-        self.shared.lock().reservations = None;
-        self
-    }
-
-    /// `bucket`'s next timers: lower-priority work is held back before them (see
-    /// [`crate::reservations`]). `None`: it has none, or it stopped.
-    pub fn reserve(&self, bucket: u32, due: Option<Due>) {
-        let mut s = self.shared.lock();
-        let now = Instant::now();
-        if let Some(r) = &mut s.reservations {
-            r.set(bucket, due, now);
-        }
-        // A pump sleeping through a hold that just changed looks again.
-        self.shared.returned.notify_one();
-    }
-
-    /// This replica's share of the buckets changed: so do its shares of the deployment rate
-    /// and of the places.
+    /// This replica's share of the buckets changed: so does its share of the deployment rate.
     pub fn set_share(&self, share: f64) {
         let mut s = self.shared.lock();
         s.aimd.set_share(share);
         s.apply();
-        let places = (s.places as f64 * share.clamp(0.0, 1.0)).ceil() as usize;
-        s.max_in_flight = places.clamp(MIN_PLACES.min(s.places), s.places);
-        // More places may have come free.
-        self.shared.returned.notify_one();
     }
 
     /// Adapts the rate to what the server answered since the last call (see [`crate::aimd`]).
     pub fn adapt(&self, signals: Signals) -> Option<Cut> {
         let mut s = self.shared.lock();
-        s.refill();
-        let waiting = s.queues.iter().any(|q| !q.is_empty());
-        let demand = std::mem::take(&mut s.demand) || (waiting && s.short_of_tokens());
+        let demand = std::mem::take(&mut s.demand) || s.queues.iter().any(|q| !q.is_empty());
         let cut = s.aimd.observe(Instant::now(), signals, demand);
         s.apply();
-        drop(s);
-        // A new rate may end a hold early, or hand out tokens sooner.
-        self.shared.returned.notify_one();
         cut
     }
 
@@ -280,22 +198,16 @@ impl Limiter {
         let granted = {
             let mut s = self.shared.lock();
             s.refill();
-            let held = priority != Priority::Create && s.held_until(Instant::now()).is_some();
-            if s.can_grant(priority) && !held && s.queues[..=p].iter().all(VecDeque::is_empty) {
+            if s.can_grant() && s.queues[..=p].iter().all(VecDeque::is_empty) {
                 s.take();
                 return Place(Some(self.shared.clone()));
             }
             let (tx, rx) = oneshot::channel();
             s.queues[p].push_back(tx);
-            // Only a wait for tokens says the rate holds work back (not one for a place or
-            // through a hold).
-            s.demand |= s.short_of_tokens();
+            s.demand = true;
             if !s.pumping {
                 s.pumping = true;
                 tokio::spawn(pump(self.shared.clone()));
-            } else if priority == Priority::Create {
-                // The pump may be sleeping through a hold that this create may pass.
-                self.shared.returned.notify_one();
             }
             rx
         };
@@ -310,9 +222,8 @@ async fn pump(shared: Arc<Shared>) {
         let wait = {
             let mut s = shared.lock();
             s.refill();
-            let now = Instant::now();
-            while s.can_grant(Priority::Create) {
-                let Some(waiter) = s.next_waiter(now) else { break };
+            while s.can_grant() {
+                let Some(waiter) = s.queues.iter_mut().find_map(VecDeque::pop_front) else { break };
                 s.take();
                 // A waiter that gave up (its future was dropped) costs nothing.
                 if let Err(place) = waiter.send(Place(Some(shared.clone()))) {
@@ -327,26 +238,12 @@ async fn pump(shared: Arc<Shared>) {
                 s.pumping = false;
                 return;
             }
-            s.demand |= s.short_of_tokens();
-            let refill = Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4));
-            if !s.queues[0].is_empty() {
-                // A create waits for a token, or for a place.
-                (s.in_flight < s.max_in_flight).then_some(refill)
-            } else if let Some(end) = s.held_until(now) {
-                // Only held work waits: until the hold ends, or a create comes.
-                Some(refill.max(end - now))
-            } else {
-                (s.in_flight < s.places_for(Priority::Status)).then_some(refill)
-            }
+            (s.in_flight < s.max_in_flight)
+                .then(|| Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4)))
         };
-        // A place given back (or a create while held) wakes us early.
         match wait {
-            Some(wait) => {
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    () = shared.returned.notified() => {}
-                }
-            }
+            Some(refill) => tokio::time::sleep(refill).await,
+            // Every place is taken: the next one given back wakes us.
             None => shared.returned.notified().await,
         }
     }
@@ -438,9 +335,8 @@ mod tests {
     async fn no_token_while_every_place_is_taken_and_a_returned_place_goes_to_the_most_urgent() {
         let budget = RateBudget { qps: 1000.0, burst: 100.0, deployment_qps: 0.0, adaptive: false };
         let limiter = Arc::new(Limiter::with_places(budget, 2));
-        // Creates may take every place (work below them leaves one free for creates).
-        let first = limiter.acquire(Priority::Create).await;
-        let second = limiter.acquire(Priority::Create).await;
+        let first = limiter.acquire(Priority::Background).await;
+        let second = limiter.acquire(Priority::Background).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for (i, priority) in [Priority::Background, Priority::Status, Priority::Create].into_iter().enumerate() {
@@ -466,114 +362,5 @@ mod tests {
         }
         assert_eq!(*order.lock().expect("lock"), [Priority::Create, Priority::Status, Priority::Background]);
         assert_eq!(limiter.in_flight(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn work_below_creates_waits_while_a_herd_is_near_and_creates_pass() {
-        let budget = RateBudget { qps: 100.0, burst: 100.0, deployment_qps: 0.0, adaptive: false };
-        let limiter = Arc::new(Limiter::with_budget(budget));
-        let start = Instant::now();
-        // 50 creates due in 2 s at 100/s: held from 1.5 s to 2.02 s.
-        limiter.reserve(7, Some(Due { at: start + Duration::from_secs(2), creates: 50 }));
-        tokio::time::sleep(Duration::from_millis(1600)).await;
-        let status = tokio::spawn({
-            let limiter = limiter.clone();
-            async move { drop(limiter.acquire(Priority::Status).await) }
-        });
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert!(!status.is_finished(), "held before the herd");
-        drop(limiter.acquire(Priority::Create).await);
-        assert!(start.elapsed() < Duration::from_millis(1700), "a create passes at once");
-        status.await.expect("task");
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(2020) && waited < Duration::from_millis(2100), "{waited:?}");
-        // Past the hold, nothing waits.
-        let again = Instant::now();
-        drop(limiter.acquire(Priority::Background).await);
-        assert_eq!(again.elapsed(), Duration::ZERO);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_create_that_queues_during_a_hold_wakes_the_pump() {
-        let budget = RateBudget { qps: 10.0, burst: 1.0, deployment_qps: 0.0, adaptive: false };
-        let limiter = Arc::new(Limiter::with_budget(budget));
-        let start = Instant::now();
-        limiter.reserve(1, Some(Due { at: start + Duration::from_secs(1), creates: 100 }));
-        // Held (1 s before the due time), and the only token is taken: both queue.
-        let background = tokio::spawn({
-            let limiter = limiter.clone();
-            async move { drop(limiter.acquire(Priority::Background).await) }
-        });
-        drop(limiter.acquire(Priority::Create).await);
-        // The pump is asleep until the hold ends when the next create queues.
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        drop(limiter.acquire(Priority::Create).await);
-        let waited = start.elapsed();
-        assert!(
-            waited >= Duration::from_millis(100) && waited < Duration::from_millis(110),
-            "one token later: {waited:?}"
-        );
-        assert!(!background.is_finished());
-        background.await.expect("task");
-        assert!(start.elapsed() >= Duration::from_millis(1020), "after the hold");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn without_reservations_nothing_is_held() {
-        let budget = RateBudget { qps: 100.0, burst: 100.0, deployment_qps: 0.0, adaptive: false };
-        let limiter = Limiter::with_budget(budget).without_reservations();
-        limiter.reserve(1, Some(Due { at: Instant::now() + Duration::from_millis(100), creates: 1000 }));
-        let start = Instant::now();
-        drop(limiter.acquire(Priority::Background).await);
-        assert_eq!(start.elapsed(), Duration::ZERO);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_replica_takes_its_share_of_the_places() {
-        let budget = RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: false };
-        let limiter = Arc::new(Limiter::with_budget(budget));
-        limiter.set_share(0.125);
-        let held: Vec<Place> = futures::future::join_all((0..8).map(|_| limiter.acquire(Priority::Create))).await;
-        let ninth = tokio::spawn({
-            let limiter = limiter.clone();
-            async move { drop(limiter.acquire(Priority::Create).await) }
-        });
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!ninth.is_finished(), "an eighth of 64 places: 8");
-        // The share grows: so do the places, and the waiter goes through.
-        limiter.set_share(0.25);
-        ninth.await.expect("task");
-        drop(held);
-        limiter.set_share(0.0);
-        let few: Vec<Place> =
-            futures::future::join_all((0..MIN_PLACES).map(|_| limiter.acquire(Priority::Create))).await;
-        assert_eq!(limiter.in_flight(), MIN_PLACES, "never fewer than MIN_PLACES");
-        let one_more = tokio::spawn({
-            let limiter = limiter.clone();
-            async move { drop(limiter.acquire(Priority::Create).await) }
-        });
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!one_more.is_finished(), "and no more");
-        drop(few);
-        one_more.await.expect("task");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_eighth_of_the_places_are_kept_for_creates() {
-        let budget = RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: false };
-        let limiter = Arc::new(Limiter::with_places(budget, 16));
-        let slow: Vec<Place> = futures::future::join_all((0..14).map(|_| limiter.acquire(Priority::Status))).await;
-        let fifteenth = tokio::spawn({
-            let limiter = limiter.clone();
-            async move { drop(limiter.acquire(Priority::Background).await) }
-        });
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!fifteenth.is_finished(), "two of 16 places are for creates only");
-        let creates: Vec<Place> = futures::future::join_all((0..2).map(|_| limiter.acquire(Priority::Create))).await;
-        assert_eq!(limiter.in_flight(), 16);
-        drop(creates);
-        assert!(!fifteenth.is_finished());
-        drop(slow);
-        fifteenth.await.expect("task");
     }
 }

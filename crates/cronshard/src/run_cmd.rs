@@ -79,11 +79,6 @@ pub(crate) struct RunArgs {
     /// server's answers.
     #[arg(long, env = "CRONSHARD_FIXED_RATE")]
     fixed_rate: bool,
-    /// Never hold status writes, labelling, Events and cleanup back before due creates (by
-    /// default they wait for up to a second before a herd, so that its creates find the
-    /// client's and the server's budget full). For comparisons.
-    #[arg(long, env = "CRONSHARD_NO_DUE_RESERVATION")]
-    no_due_reservation: bool,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
@@ -190,7 +185,6 @@ async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
         deployment_qps: args.deployment_qps,
         adaptive: !args.fixed_rate,
     });
-    let limiter = if args.no_due_reservation { limiter.without_reservations() } else { limiter };
     let ctx = Context::new(config, limiter, settings, clock, metrics)?;
     Ok(Replica { identity, coordination, coordinator_metrics, ctx })
 }

@@ -69,8 +69,6 @@ struct Worker {
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
     spreads: Spreads,
-    /// The time of the reservation last told to the limiter (its horizon counted from there).
-    reserved: Option<cronshard_types::Timestamp>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -101,7 +99,6 @@ pub async fn run(
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
     let mut counted_ready: Option<ReadyGuard> = None;
     loop {
-        w.reserve();
         let sleep = w.next_wake();
         tokio::select! {
             _ = streams.stop.changed() => {
@@ -120,8 +117,7 @@ pub async fn run(
             _ = tokio::time::sleep(sleep) => w.run_due(&mut streams).await,
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             deleted = w.history.next_done(), if !w.history.is_idle() => w.history.done(&ctx, deleted),
-            // Timers are recomputed; so are the reservations' instants.
-            _ = ctx.clock.changed() => w.reserved = None,
+            _ = ctx.clock.changed() => {}
             // A Namespace's spread default changed (or the first list came): every CronJob
             // syncs with what it now implies.
             changed = namespace_spread_changes.changed() => {
@@ -148,7 +144,6 @@ pub async fn run(
         }
     }
     // Handing the bucket over: what was decided is written before the Lease is released.
-    ctx.limiter.reserve(bucket, None);
     if *streams.stop.borrow() {
         w.drain_writes().await;
     }
@@ -179,34 +174,7 @@ impl Worker {
             leftovers: HashMap::new(),
             leftovers_due: Some(Instant::now()),
             spreads: Spreads::default(),
-            reserved: None,
         }
-    }
-
-    /// Tells the limiter when this bucket's next timers fire and how many within the
-    /// reservation horizon (most of them create a Job). Once per horizon: a timer that fires
-    /// inside the reported one was counted already. Timers due now run at once.
-    fn reserve(&mut self) {
-        let now = self.ctx.clock.now();
-        let Some(at) = self.timers.next_at() else {
-            if self.reserved.take().is_some() {
-                self.ctx.limiter.reserve(self.bucket, None);
-            }
-            return;
-        };
-        let horizon = jiff::SignedDuration::try_from(crate::reservations::HORIZON).unwrap_or_default();
-        let counted =
-            self.reserved.is_some_and(|from| from <= at && from.checked_add(horizon).is_ok_and(|end| at < end));
-        if at <= now || counted {
-            return;
-        }
-        self.reserved = Some(at);
-        let creates = self.timers.count_within(at, crate::reservations::HORIZON);
-        let due = crate::reservations::Due {
-            at: Instant::now() + self.ctx.clock.until(at),
-            creates: u32::try_from(creates).unwrap_or(u32::MAX),
-        };
-        self.ctx.limiter.reserve(self.bucket, Some(due));
     }
 
     /// One item of a watch stream: an event of a decodable object goes to `apply`; an

@@ -1,7 +1,7 @@
 //! The bucket's timer queue: when each CronJob syncs next, and its backoff after failures.
 
-use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::time::Duration;
 
 use cronshard_types::Timestamp;
@@ -11,9 +11,8 @@ pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 #[derive(Default)]
 pub(super) struct Timers {
-    /// Earliest first, one entry per key (ordered, so that the creates due in a stretch of
-    /// time can be counted for the limiter's reservations).
-    queue: BTreeSet<(Timestamp, String)>,
+    /// Earliest first; an entry whose time no longer matches `scheduled` is stale.
+    heap: BinaryHeap<Reverse<(Timestamp, String)>>,
     scheduled: HashMap<String, Timestamp>,
     /// Consecutive failed syncs per CronJob.
     failures: HashMap<String, u32>,
@@ -22,45 +21,34 @@ pub(super) struct Timers {
 impl Timers {
     /// Syncs `key` at `at`, unless it is already due earlier.
     pub(super) fn schedule(&mut self, key: &str, at: Timestamp) {
-        if let Some(earlier) = self.scheduled.insert(key.to_owned(), at) {
-            if earlier <= at {
-                self.scheduled.insert(key.to_owned(), earlier);
-                return;
-            }
-            self.queue.remove(&(earlier, key.to_owned()));
+        if self.scheduled.get(key).is_some_and(|t| *t <= at) {
+            return;
         }
-        self.queue.insert((at, key.to_owned()));
+        self.scheduled.insert(key.to_owned(), at);
+        self.heap.push(Reverse((at, key.to_owned())));
     }
 
     /// Drops `key`'s timer and backoff (it left the bucket).
     pub(super) fn forget(&mut self, key: &str) {
-        if let Some(at) = self.scheduled.remove(key) {
-            self.queue.remove(&(at, key.to_owned()));
-        }
+        self.scheduled.remove(key);
         self.failures.remove(key);
     }
 
     /// When the earliest timer fires.
     pub(super) fn next_at(&self) -> Option<Timestamp> {
-        self.queue.first().map(|(at, _)| *at)
-    }
-
-    /// How many timers fire in `[from, from + within)`.
-    pub(super) fn count_within(&self, from: Timestamp, within: Duration) -> usize {
-        let Ok(until) = from.checked_add(jiff::SignedDuration::try_from(within).unwrap_or_default()) else {
-            return self.queue.len();
-        };
-        let range = (Bound::Included((from, String::new())), Bound::Excluded((until, String::new())));
-        self.queue.range::<(Timestamp, String), _>(range).count()
+        self.heap.peek().map(|Reverse((at, _))| *at)
     }
 
     /// The keys due at `now`, earliest first; each leaves the queue.
     pub(super) fn pop_due(&mut self, now: Timestamp) -> Vec<String> {
         let mut due = Vec::new();
-        while self.queue.first().is_some_and(|(at, _)| *at <= now) {
-            let Some((_, key)) = self.queue.pop_first() else { break };
-            self.scheduled.remove(&key);
-            due.push(key);
+        while self.heap.peek().is_some_and(|Reverse((at, _))| *at <= now) {
+            let Some(Reverse((at, key))) = self.heap.pop() else { break };
+            // A stale entry: the key was rescheduled or forgotten since.
+            if self.scheduled.get(&key) == Some(&at) {
+                self.scheduled.remove(&key);
+                due.push(key);
+            }
         }
         due
     }
@@ -124,22 +112,6 @@ mod tests {
         // Once, at the earliest time: the entry for 30 s is stale.
         assert_eq!(timers.pop_due(t(10)), ["a"]);
         assert!(timers.pop_due(t(40)).is_empty());
-    }
-
-    #[test]
-    fn timers_in_a_stretch_of_time_are_counted_once_each() {
-        let mut timers = Timers::default();
-        for (key, at) in [("a", 10), ("b", 10), ("c", 11), ("d", 11), ("e", 9)] {
-            timers.schedule(key, t(at));
-        }
-        // Moved earlier: counted at its new time only.
-        timers.schedule("d", t(10));
-        assert_eq!(timers.count_within(t(10), Duration::from_secs(1)), 3, "a, b and d at 10; c at 11 is out");
-        assert_eq!(timers.count_within(t(10), Duration::from_secs(2)), 4, "d no longer at 11");
-        timers.forget("a");
-        assert_eq!(timers.count_within(t(10), Duration::from_secs(1)), 2);
-        assert_eq!(timers.pop_due(t(10)), ["e", "b", "d"]);
-        assert_eq!(timers.count_within(t(0), Duration::from_secs(60)), 1);
     }
 
     #[test]

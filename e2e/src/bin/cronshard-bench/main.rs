@@ -27,10 +27,8 @@ struct Args {
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
-    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit),
-    /// cronshard-R-unreserved (no due-create reservations), v1, v2, v2-tuned (simulator only),
-    /// upstream, upstream-tuned (kube-controller-manager's CronJob controller; on the
-    /// simulator, herd scenarios only).
+    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
+    /// (kube-controller-manager's CronJob controller; on the simulator, herd scenarios only).
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
     #[arg(long)]
@@ -135,7 +133,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
             format!(
-                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unlimited, cronshard-R-unreserved, v1, v2, v2-tuned, upstream or upstream-tuned"
+                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
             )
         })?;
         let upstream = kube::upstream_flags(arm).is_some();
@@ -216,8 +214,6 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
             } else if let Some(r) = replicas.strip_suffix("-unlimited") {
                 let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
                 (r, "cronshard without a client-side rate limit", unlimited)
-            } else if let Some(r) = replicas.strip_suffix("-unreserved") {
-                (r, "cronshard without due-create reservations", vec!["--no-due-reservation".to_owned()])
             } else {
                 (replicas, "cronshard at its defaults", Vec::new())
             };
