@@ -242,6 +242,19 @@ fn takeovers(audit: &[Value]) -> Vec<(String, String, u64)> {
     taken
 }
 
+/// Each bucket Lease's last successful writer.
+fn bucket_writers(audit: &[Value]) -> HashMap<String, String> {
+    let mut last = HashMap::new();
+    for r in audit {
+        let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) else { continue };
+        let ok = r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
+        if r["resource"] == "leases" && ok && matches!(r["verb"].as_str(), Some("create" | "update")) {
+            last.insert(name.to_owned(), r["user"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    last
+}
+
 fn assert_no_violations(cluster: &Cluster, audit: &[Value], what: &str, violations: &[String]) {
     if !violations.is_empty() {
         let lines: Vec<String> = audit.iter().map(Value::to_string).collect();
@@ -399,9 +412,16 @@ fn a_rolling_restart_moves_each_bucket_once() {
         std::thread::sleep(Duration::from_secs(2));
     }
     cluster.wait_for_runs(m, Duration::from_secs(40));
-    std::thread::sleep(Duration::from_secs(2));
-
-    let audit = cluster.audit();
+    // The last old pod's buckets are claimed once it has released them: wait for the new pods
+    // to hold every bucket (or 30 s), rather than for a fixed time.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let audit = loop {
+        let audit = cluster.audit();
+        if bucket_writers(&audit).values().all(|w| NEW.contains(&w.as_str())) || Instant::now() > deadline {
+            break audit;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     // Claims: successful writes of a bucket Lease by a replica other than its last writer
     // (a release is written by the holder itself). The initial claims are before `rollout_from`.
     let ok = |r: &Value| r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
