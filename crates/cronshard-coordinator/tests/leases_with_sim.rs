@@ -78,7 +78,11 @@ fn client(url: &str, user: &str) -> kube::Client {
 }
 
 fn sim_with_users(users: &[&str]) -> SimState {
-    let mut config = Config { runner: None, ..Config::default() };
+    sim_with_latency(users, cronshard_sim::faults::Latency::default())
+}
+
+fn sim_with_latency(users: &[&str], latency: cronshard_sim::faults::Latency) -> SimState {
+    let mut config = Config { runner: None, latency, ..Config::default() };
     for user in users {
         config.tokens.insert(
             format!("token-{user}"),
@@ -190,6 +194,37 @@ async fn replicas_split_the_buckets_and_take_over_after_expiry() {
     b.task.await.expect("joins").expect("runs");
     assert!(holders(&sim, 8).values().all(String::is_empty), "{:?}", holders(&sim, 8));
     assert!(sim.store().get(cronshard_sim::Resource::Leases, "default", "cronshard-member-b").is_none());
+}
+
+/// Every write takes 120 ms (below the 200 ms claim timeout): a dead holder's 16 buckets,
+/// claimed one after another, would take the survivor about 2 s on top of the lease
+/// duration. They go out together and are all taken within a few round trips.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_claims_the_dead_holders_buckets_together() {
+    let latency = cronshard_sim::faults::Latency { write_ms: 120, ..Default::default() };
+    let sim = sim_with_latency(&["a", "b"], latency);
+    let url = serve(sim.clone()).await;
+    let log = Log::default();
+    let a = replica(&url, "a", 32, &log);
+    let b = replica(&url, "b", 32, &log);
+    let split = |r: &Replica| r.ownership.borrow().settled() && r.ownership.borrow().owned.len() == 16;
+    wait_for("both own 16", || split(&a) && split(&b)).await;
+    let own_a = a.ownership.borrow().owned.clone();
+    a.task.abort();
+    let crashed = Instant::now();
+    wait_for("b owns everything", || b.ownership.borrow().owned.len() == 32).await;
+    let taken: Vec<Instant> = log
+        .entries()
+        .iter()
+        .filter(|(at, who, did)| who == "b" && *at > crashed && matches!(did, Did::Start(k, _) if own_a.contains(k)))
+        .map(|(at, _, _)| *at)
+        .collect();
+    assert_eq!(taken.len(), 16);
+    let (first, last) = (taken.iter().min().expect("one"), taken.iter().max().expect("one"));
+    // The claim jitter (50 ms), a tick and a few round trips; one by one would be 16 x 120 ms.
+    assert!(last.duration_since(*first) < Duration::from_millis(800), "took {:?}", last.duration_since(*first));
+    let _ = b.stop.send(true);
+    let _ = b.task.await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,6 +83,9 @@ pub enum ApiError {
     TooManyRequests { retry_after_seconds: u64 },
     #[error("{0}")]
     InternalError(String),
+    /// 504: the request's deadline passed before it was carried out; nothing was written.
+    #[error("Timeout: request did not complete within requested timeout - context deadline exceeded")]
+    RequestTimeout,
     #[error("the server is currently unable to handle the request")]
     ServiceUnavailable,
 }
@@ -103,7 +106,7 @@ impl ApiError {
             ApiError::ContinueExpired { .. } | ApiError::ResourceVersionTooOld { .. } | ApiError::ListTooOld => {
                 StatusCode::GONE
             }
-            ApiError::ResourceVersionTooLarge { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::ResourceVersionTooLarge { .. } | ApiError::RequestTimeout => StatusCode::GATEWAY_TIMEOUT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -126,7 +129,7 @@ impl ApiError {
             ApiError::ContinueExpired { .. } | ApiError::ResourceVersionTooOld { .. } | ApiError::ListTooOld => {
                 "Expired"
             }
-            ApiError::ResourceVersionTooLarge { .. } => "Timeout",
+            ApiError::ResourceVersionTooLarge { .. } | ApiError::RequestTimeout => "Timeout",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) => "Forbidden",
             ApiError::Unauthorized => "Unauthorized",

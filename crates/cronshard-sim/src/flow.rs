@@ -55,9 +55,10 @@ impl Flow {
     }
 
     /// Admits a request: writes wait for their slot in the admitted rate (429 if the wait
-    /// would exceed the queue limit), then every request takes one of its user's seats
-    /// (429 if none is free). Watches take no seat once started, so callers drop it.
-    pub async fn admit(&self, user: &str, is_write: bool) -> Result<Seat> {
+    /// would exceed the queue limit, or at `deadline` if their slot comes after it), then
+    /// every request takes one of its user's seats (429 if none is free). Watches take no
+    /// seat once started, so callers drop it.
+    pub async fn admit(&self, user: &str, is_write: bool, deadline: Option<Instant>) -> Result<Seat> {
         if is_write && self.config.admitted_writes_per_s > 0.0 {
             let interval = Duration::from_secs_f64(1.0 / self.config.admitted_writes_per_s);
             let start = {
@@ -69,10 +70,24 @@ impl Flow {
                     let retry = earliest.saturating_duration_since(now).as_secs().max(1);
                     return Err(ApiError::TooManyRequests { retry_after_seconds: retry });
                 }
-                bucket.next_slot = earliest + interval;
-                earliest
+                match deadline {
+                    // Its turn would come too late: it waits in the queue until its deadline
+                    // and is rejected then (priority and fairness's "time-out"); the slot
+                    // stays free for the writes behind it.
+                    Some(deadline) if earliest > deadline => Err(deadline),
+                    _ => {
+                        bucket.next_slot = earliest + interval;
+                        Ok(earliest)
+                    }
+                }
             };
-            tokio::time::sleep_until(start).await;
+            match start {
+                Ok(start) => tokio::time::sleep_until(start).await,
+                Err(deadline) => {
+                    tokio::time::sleep_until(deadline).await;
+                    return Err(ApiError::TooManyRequests { retry_after_seconds: 1 });
+                }
+            }
         }
         if self.config.seats_per_user == 0 {
             return Ok(Seat(None));

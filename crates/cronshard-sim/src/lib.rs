@@ -9,6 +9,7 @@ mod api;
 pub mod audit;
 pub mod auth;
 pub mod clock;
+pub mod deadline;
 mod discovery;
 pub mod error;
 pub mod event;

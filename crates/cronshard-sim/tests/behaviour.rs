@@ -80,6 +80,47 @@ async fn writes_beyond_the_admitted_rate_get_429_with_retry_after() {
     assert_eq!(status["reason"], "TooManyRequests");
 }
 
+/// kube-apiserver's `timeout`: a write whose turn in the queue comes after its deadline is
+/// rejected at the deadline (429) and never written; one whose storage step would end past
+/// it gets 504; a malformed one is a 400.
+#[tokio::test]
+async fn a_write_queued_past_its_timeout_is_rejected_and_not_written() {
+    let mut config = Config::default();
+    config.flow.admitted_writes_per_s = 2.0;
+    config.flow.max_queue_wait = Duration::from_secs(5);
+    let (state, client) = start(config).await;
+    // A second of burst (2 slots) and a slot now; then one every 500 ms: at 500 ms (inside
+    // the 700 ms timeout) and at 1 s (outside).
+    let sends =
+        (0..6).map(|i| {
+            let client = client.clone();
+            async move {
+                send(&client, "POST", &format!("{CRONJOBS}?timeout=700ms"), &[], cronjob(&format!("cj-{i}"))).await
+            }
+        });
+    let codes: Vec<u16> = futures::future::join_all(sends).await.into_iter().map(|(code, ..)| code).collect();
+    let created = codes.iter().filter(|c| **c == 201).count();
+    assert_eq!(codes.iter().filter(|c| **c == 429).count() + created, 6, "{codes:?}");
+    assert_eq!(created, 4, "{codes:?}");
+    let listed: Value = serde_json::from_str(&send(&client, "GET", CRONJOBS, &[], Value::Null).await.2).expect("list");
+    assert_eq!(listed["items"].as_array().expect("items").len(), created, "the rejected were not written");
+
+    // Storage past the deadline, on a server with room in its queue.
+    drop(state);
+    let mut config = Config::default();
+    config.latency.write_ms = 300;
+    let (state, client) = start(config).await;
+    let (code, _, body) = send(&client, "POST", &format!("{CRONJOBS}?timeout=100ms"), &[], cronjob("slow")).await;
+    let status: Value = serde_json::from_str(&body).expect("status");
+    assert_eq!((code, status["reason"].as_str()), (504, Some("Timeout")), "{body}");
+    assert!(state.store().get(cronshard_sim::Resource::CronJobs, "default", "slow").is_none());
+
+    let (code, _, body) = send(&client, "POST", &format!("{CRONJOBS}?timeout=soon"), &[], cronjob("bad")).await;
+    let status: Value = serde_json::from_str(&body).expect("status");
+    assert_eq!(code, 400);
+    assert_eq!(status["message"], "invalid timeout specified in the request URL - time: invalid duration \"soon\"");
+}
+
 #[tokio::test]
 async fn a_user_beyond_its_seats_gets_429() {
     let mut config = Config::default();

@@ -12,7 +12,8 @@ use kube::client::{Body, ClientBuilder};
 use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 
-use crate::fence::{Fence, fenced_request};
+use crate::fence::{Fence, fenced_request, with_server_timeout};
+use crate::kube_jobs::REQUEST_TIMEOUT;
 use crate::metrics::ApiCounters;
 
 /// Retries of one request answered 429, 503 or 504; after that the caller's own backoff
@@ -133,9 +134,18 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if fenced_request(&request) && !self.fence.allows(std::time::Instant::now()) {
-            return Box::pin(async { Err(FencedWrite.into()) });
+    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        if fenced_request(&request) {
+            let now = std::time::Instant::now();
+            if !self.fence.allows(now) {
+                return Box::pin(async { Err(FencedWrite.into()) });
+            }
+            // The fence reaches into the server: a write it queues past the deadline is
+            // dropped there, not carried out after a peer took the bucket.
+            let timeout = self.fence.server_timeout(now, REQUEST_TIMEOUT);
+            if let Some(uri) = with_server_timeout(request.uri(), timeout) {
+                *request.uri_mut() = uri;
+            }
         }
         Box::pin(self.inner.call(request))
     }

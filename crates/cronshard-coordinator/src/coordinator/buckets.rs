@@ -3,12 +3,18 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, PostParams};
 use tokio::time::Instant;
 
 use super::decide::{Held, Standing};
 use super::{Buckets, Coordinator, SHUTDOWN_WAIT};
 use crate::lease::{LeaseInfo, bucket_lease, bucket_name, claim, member_name};
+
+/// Claims sent at once. A takeover of a dead peer's share, or a start-up, then costs about
+/// one round trip instead of one per bucket (under load, one after another took seconds on
+/// top of the lease duration); batches keep a step short enough to renew between them.
+const CLAIMS_AT_ONCE: usize = 16;
 
 impl<B: Buckets> Coordinator<B> {
     /// Stops every bucket now. Others may take them a lease duration after they last saw the
@@ -21,19 +27,40 @@ impl<B: Buckets> Coordinator<B> {
         self.metrics.fenced.inc();
     }
 
-    /// Claims bucket `b` with a resourceVersion precondition (or a create if it has no Lease).
-    pub(super) async fn claim(&mut self, b: u32) {
-        self.state.claiming(b);
-        let current = self.state.index.bucket_lease(b).cloned();
-        let call = claim(
-            &self.api,
-            b,
-            &self.settings.identity,
-            self.settings.buckets.get(),
-            self.lease_duration_s(),
-            current.as_ref(),
-        );
-        match tokio::time::timeout(self.settings.timing.renew_period, call).await {
+    /// Claims `buckets` with resourceVersion preconditions (a create where there is no
+    /// Lease), [`CLAIMS_AT_ONCE`] at a time, renewing between batches when due. Returns
+    /// false when the renew deadline passed on the way: the view is stale, nothing more is
+    /// claimed, and the next step fences.
+    pub(super) async fn claim_all(&mut self, buckets: &[u32]) -> bool {
+        for batch in buckets.chunks(CLAIMS_AT_ONCE) {
+            // Many claims (start-up, a takeover under load) must not starve renewals.
+            if self.state.renew_due(Instant::now()) {
+                self.renew().await;
+            }
+            if self.state.lapsed(Instant::now()) {
+                return false;
+            }
+            let seen: Vec<(u32, Option<LeaseInfo>)> = batch
+                .iter()
+                .map(|&b| {
+                    self.state.claiming(b);
+                    (b, self.state.index.bucket_lease(b).cloned())
+                })
+                .collect();
+            let (api, identity, count) = (&self.api, self.settings.identity.as_str(), self.settings.buckets.get());
+            let (duration_s, wait) = (self.lease_duration_s(), self.settings.timing.renew_period);
+            let calls = seen.iter().map(|(b, current)| async move {
+                (*b, tokio::time::timeout(wait, claim(api, *b, identity, count, duration_s, current.as_ref())).await)
+            });
+            for (b, answer) in futures::future::join_all(calls).await {
+                self.claim_answered(b, answer);
+            }
+        }
+        true
+    }
+
+    fn claim_answered(&mut self, b: u32, answer: Result<kube::Result<Lease>, tokio::time::error::Elapsed>) {
+        match answer {
             Ok(Ok(fresh)) => {
                 let resource_version = fresh.metadata.resource_version.clone().unwrap_or_default();
                 let transitions = fresh.spec.as_ref().and_then(|s| s.lease_transitions).unwrap_or(0);
@@ -105,8 +132,12 @@ impl<B: Buckets> Coordinator<B> {
             }
         };
         if tokio::time::timeout(SHUTDOWN_WAIT, drain).await.is_err() {
+            // The member Lease stays: deleted, it would let peers take the buckets at once,
+            // while writes of the aborted work may still wait in the server's queue until
+            // the fence deadline. Left to expire, it holds them off for a lease duration.
             tracing::warn!("buckets did not stop in time; their Leases expire with the member Lease");
             self.buckets.abort_all();
+            return;
         }
         if self.state.standing == Standing::Duplicate {
             // The member Lease is the other process's now.

@@ -291,27 +291,29 @@ impl<B: Buckets> Coordinator<B> {
         self.publish(healthy, &view);
     }
 
-    /// Carries out a step's actions in order.
+    /// Carries out a step's actions in order; a run of claims goes out together.
     async fn execute(&mut self, actions: &[Action]) {
-        for action in actions {
-            match *action {
+        let mut rest = actions;
+        while let Some((first, after)) = rest.split_first() {
+            match *first {
                 Action::Fence => self.fence(),
                 Action::Renew => self.renew().await,
                 Action::RestoreRecord => self.restore_record().await,
                 Action::Release(b) => self.release(b),
-                Action::Claim(b) => {
-                    // Many claims in a row (start-up, a takeover under load) must not starve
-                    // renewals.
-                    if self.state.renew_due(Instant::now()) {
-                        self.renew().await;
-                    }
-                    // Stalled between claims: the view is stale; the next step fences.
-                    if self.state.lapsed(Instant::now()) {
+                Action::Claim(_) => {
+                    let run = rest.iter().take_while(|a| matches!(a, Action::Claim(_))).count();
+                    let claims: Vec<u32> = rest[..run]
+                        .iter()
+                        .filter_map(|a| if let Action::Claim(b) = a { Some(*b) } else { None })
+                        .collect();
+                    if !self.claim_all(&claims).await {
                         return;
                     }
-                    self.claim(b).await;
+                    rest = &rest[run..];
+                    continue;
                 }
             }
+            rest = after;
         }
     }
 

@@ -10,6 +10,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::SimState;
 use crate::audit::AuditRecord;
@@ -182,7 +183,9 @@ async fn serve(
     if shared.faults.snapshot().partitions.get(&user.name) == Some(&PartitionMode::Fail) {
         return Err(ApiError::ServiceUnavailable);
     }
+    // A partitioned user's request reaches the server when the partition heals.
     shared.faults.wait_until_released(&user.name).await;
+    let deadline = if verb == "watch" { None } else { Some(crate::deadline::deadline(query, Instant::now())?) };
     if let Some(rbac) = &shared.config.rbac {
         let resource = match &target.subresource {
             Some(sub) => format!("{}/{sub}", target.resource.plural()),
@@ -207,7 +210,7 @@ async fn serve(
     let seat = if target.resource == Resource::Leases {
         None
     } else {
-        Some(shared.flow.admit(&user.name, is_write(verb)).await?)
+        Some(shared.flow.admit(&user.name, is_write(verb), deadline).await?)
     };
     if shared.faults.should_fail(verb) {
         return Err(ApiError::InternalError(format!("injected failure for {verb}")));
@@ -216,6 +219,9 @@ async fn serve(
     let delay = if is_write(verb) { latency.write_ms } else { latency.read_ms };
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(ApiError::RequestTimeout);
     }
     let body = if matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection") {
         axum::body::to_bytes(body, shared.config.max_body_bytes)

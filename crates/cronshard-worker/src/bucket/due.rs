@@ -17,8 +17,10 @@ use crate::decoded::Decoded;
 use crate::sync::Outcome;
 
 /// Longest a stopping bucket waits for the syncs it has in flight (a handover must not wait
-/// for a create that is still queued for the budget). One dropped after its create was sent
-/// is found by the next owner, whose create gets AlreadyExists and adopts the Job.
+/// for a create that is still queued for the budget). Dropping one cancels its request: the
+/// connection closes, and the API server (Go's `net/http`, as the simulator) cancels a
+/// request whose client went away. One whose create landed anyway is found by the next
+/// owner, whose create gets AlreadyExists and adopts the Job.
 const STOP_WAIT: Duration = Duration::from_secs(15);
 
 type Watch<K> = Fuse<BoxStream<'static, Result<watcher::Event<Decoded<K>>, watcher::Error>>>;
@@ -71,7 +73,10 @@ impl Worker {
             self.timers.schedule(&k, now);
         }
         self.start_writes();
-        self.history.start(&self.ctx);
+        // A stopping bucket deletes no more history: the next owner's syncs name the Jobs.
+        if !(stop_closed || *streams.stop.borrow()) {
+            self.history.start(&self.ctx);
+        }
         self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
     }
 
