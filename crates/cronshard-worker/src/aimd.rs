@@ -227,7 +227,13 @@ impl Aimd {
             self.recent.pop_front();
         }
         let start = self.start();
-        if let Some(cut) = signals.congestion() {
+        // Slow writes cut only while the rate holds work back: a server that is slow while
+        // this replica sends less than its rate allows (its lists at start-up, other clients,
+        // Lease renewals during a rebalance) is not slowed by that rate, and a cut then only
+        // starves the herd that comes next (eight replicas starting together cut to a quarter
+        // and took the next minute to climb back). 429s always cut.
+        let congestion = signals.congestion().filter(|cut| *cut == Cut::Throttled || demand);
+        if let Some(cut) = congestion {
             if self.hold_until.is_some_and(|until| now < until) {
                 return None;
             }

@@ -118,6 +118,18 @@ fn writes_that_queue_at_the_server_cut_the_rate_before_any_429() {
 }
 
 #[test]
+fn slow_writes_while_nothing_waits_for_the_rate_do_not_cut_it_but_429s_do() {
+    let t0 = Instant::now();
+    let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
+    aimd.observe(t0, ok(0), false);
+    let most_slow =
+        Signals { writes: 100, slow_writes: 60, slowest_write_ms: 3000, delivered: 100, ..Signals::default() };
+    assert_eq!(aimd.observe(t0 + ms(250), most_slow, false), None, "the rate held nothing back");
+    assert_eq!(aimd.rate().0, 1000.0);
+    assert_eq!(aimd.observe(t0 + ms(500), throttled(5, 10), false), Some(Cut::Throttled));
+}
+
+#[test]
 fn the_rate_grows_step_by_step_only_while_work_waits_for_it() {
     let t0 = Instant::now();
     let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
