@@ -1,4 +1,4 @@
-//! The worker's Prometheus metrics (DESIGN.md "Observability").
+//! The worker's Prometheus metrics: what a replica exports on `/metrics`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
