@@ -40,3 +40,34 @@ fn a_herd_on_the_real_control_plane_is_judged_from_its_audit_log() {
     assert!(table.contains("on the real control plane: plain-client bound"), "{table}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The failover scenario, shortened, on a real control plane: three replicas, replica 0
+/// SIGKILLed before the herd's minute and restarted, replica 1 paused (SIGSTOP) for 60 s and
+/// resumed, then a rolling restart of all three across the next every-minute runs. Every run
+/// due in the window must be created exactly once (about 4 minutes).
+#[test]
+fn kill_pause_and_rolling_restart_on_the_real_control_plane_miss_nothing() {
+    let (table, report, out) = common::bench(
+        "kube-failover",
+        &[
+            "--target",
+            "kube",
+            "--scenario",
+            "failover",
+            "--cronjobs",
+            "300",
+            "--window-s",
+            "120",
+            "--arms",
+            "cronshard-3",
+        ],
+    );
+    let arm = &report["arms"][0];
+    assert!(
+        arm["expected"].as_u64().is_some_and(|n| n >= 315),
+        "the herd of 300 and 15 every-minute runs after it: {table}"
+    );
+    assert_eq!(arm["created"], arm["expected"], "{table}");
+    assert_eq!((arm["missed"].as_u64(), arm["duplicates"].as_u64()), (Some(0), Some(0)), "{table}");
+    let _ = std::fs::remove_dir_all(&out);
+}

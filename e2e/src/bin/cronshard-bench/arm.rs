@@ -1,17 +1,18 @@
 //! One arm of a benchmark: a fresh simulator, the scenario's CronJobs loaded, the arm's
 //! controllers started, the faults applied on time, then the audit log analysed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use cronshard_e2e::analysis::analyze;
 use cronshard_e2e::report::ArmReport;
-use cronshard_e2e::scenario::{CronJobSeed, Fault, Scenario};
+use cronshard_e2e::scenario::{CronJobSeed, Scenario};
 use cronshard_e2e::shadow::SHADOW_USER;
 use cronshard_types::Timestamp;
 use tokio::process::Child;
 
-use crate::procs::{Admin, Proc, sigterm, spawn, start_controller};
+use crate::controllers::{Controllers, FaultClock, Server};
+use crate::procs::{Admin, sigterm, spawn};
 use crate::{MAX_PROCESSES, arm_processes};
 
 /// Runs one arm; with `shadow`, `cronshard shadow` watches it.
@@ -45,7 +46,8 @@ pub(crate) async fn run_arm(
         true => Some(crate::shadow::start(bin_dir, &dir, &url, to).await?),
         false => None,
     };
-    let mut controllers = Controllers::start(bin_dir, dir, arm, count, url).await?;
+    let mut controllers =
+        Controllers::start(bin_dir, dir, arm, count, Server::Sim { url: url.clone(), admin: &admin }).await?;
     let mut faults = FaultClock::new(&scenario.faults);
     let mut later_loaded = later.is_empty();
     loop {
@@ -58,9 +60,9 @@ pub(crate) async fn run_arm(
             later_loaded = true;
         }
         for fault in faults.due(&scenario.faults, t, count) {
-            controllers.apply(fault, t, &admin).await?;
+            controllers.apply(fault, t).await?;
         }
-        controllers.on_time(t, &admin).await?;
+        controllers.on_time(t).await?;
         controllers.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
@@ -130,197 +132,4 @@ async fn hour_ahead(admin: &Admin, lead_s: f64) -> Result<Timestamp, String> {
     let body = serde_json::json!({"offsetSeconds": offset + shift}).to_string().into_bytes();
     admin.call("PUT", "/sim/clock", body).await?;
     Ok(admin.now().await?.0)
-}
-
-/// When each fault fires: once (kill, partition, rolling restart) or every `every_s`
-/// (compaction, dropped watches).
-struct FaultClock {
-    fired: Vec<bool>,
-    next: Vec<f64>,
-}
-
-impl FaultClock {
-    fn new(faults: &[Fault]) -> Self {
-        let next = faults
-            .iter()
-            .map(|f| match f {
-                Fault::Compact { at_s, .. } | Fault::DropWatches { at_s, .. } => *at_s,
-                _ => f64::INFINITY,
-            })
-            .collect();
-        FaultClock { fired: vec![false; faults.len()], next }
-    }
-
-    /// The faults due at `t` (those aimed at a replica the arm lacks never are).
-    fn due<'f>(&mut self, faults: &'f [Fault], t: f64, replicas: usize) -> Vec<&'f Fault> {
-        let mut due = Vec::new();
-        for (k, fault) in faults.iter().enumerate() {
-            let once = match fault {
-                Fault::Kill { at_s, replica, .. } | Fault::Partition { at_s, replica, .. } => {
-                    (*replica < replicas).then_some(*at_s)
-                }
-                Fault::RollingRestart { at_s, .. } => Some(*at_s),
-                Fault::Compact { every_s, .. } | Fault::DropWatches { every_s, .. } => {
-                    if t >= self.next[k] {
-                        self.next[k] += every_s.max(1.0);
-                        due.push(fault);
-                    }
-                    None
-                }
-            };
-            if let Some(at_s) = once
-                && !self.fired[k]
-                && t >= at_s
-            {
-                self.fired[k] = true;
-                due.push(fault);
-            }
-        }
-        due
-    }
-}
-
-/// An arm's controller processes, by replica slot, and what is scheduled to happen to them.
-struct Controllers<'a> {
-    bin_dir: &'a Path,
-    dir: PathBuf,
-    arm: &'a str,
-    url: String,
-    procs: Vec<Option<Proc>>,
-    /// Per slot: CPU seconds and peak RSS of the processes that already left it.
-    totals: Vec<(f64, f64)>,
-    /// (when, replica): restart after a kill.
-    restarts: Vec<(f64, usize)>,
-    /// (when, replica): end a partition.
-    heals: Vec<(f64, usize)>,
-    /// (when, replica, start the successor or stop the predecessor): a rolling restart.
-    rollout: Vec<(f64, usize, bool)>,
-    successors: Vec<Option<Proc>>,
-    /// Predecessors told to stop, waited for at the end.
-    leaving: Vec<Proc>,
-}
-
-impl<'a> Controllers<'a> {
-    async fn start(bin_dir: &'a Path, dir: PathBuf, arm: &'a str, count: usize, url: String) -> Result<Self, String> {
-        let mut procs = Vec::new();
-        for i in 0..count {
-            procs.push(Some(Proc::new(start_controller(bin_dir, &dir, arm, i, 0, &url).await?)));
-        }
-        Ok(Controllers {
-            bin_dir,
-            dir,
-            arm,
-            url,
-            procs,
-            totals: vec![(0.0, 0.0); count],
-            restarts: Vec::new(),
-            heals: Vec::new(),
-            rollout: Vec::new(),
-            successors: (0..count).map(|_| None).collect(),
-            leaving: Vec::new(),
-        })
-    }
-
-    async fn apply(&mut self, fault: &Fault, t: f64, admin: &Admin) -> Result<(), String> {
-        match fault {
-            Fault::Kill { replica, restart_after_s, .. } => {
-                if let Some(mut p) = self.procs[*replica].take() {
-                    p.sample();
-                    self.retire(*replica, &p);
-                    let _ = p.child.start_kill();
-                    let _ = p.child.wait().await;
-                }
-                self.restarts.push((t + restart_after_s, *replica));
-            }
-            Fault::Partition { replica, for_s, .. } => {
-                let body = serde_json::json!({"user": format!("bench-{replica}"), "mode": "hang"}).to_string();
-                admin.call("POST", "/sim/partition", body.into_bytes()).await?;
-                self.heals.push((t + for_s, *replica));
-            }
-            Fault::RollingRestart { step_s, surge_s, .. } => {
-                for r in 0..self.procs.len() {
-                    let start = t + step_s * r as f64;
-                    self.rollout.push((start, r, true));
-                    self.rollout.push((start + surge_s, r, false));
-                }
-            }
-            Fault::Compact { .. } => {
-                admin.call("POST", "/sim/compact", Vec::new()).await?;
-            }
-            Fault::DropWatches { .. } => {
-                admin.call("POST", "/sim/drop-watches", Vec::new()).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Restarts, rollout steps and heals whose time has come.
-    async fn on_time(&mut self, t: f64, admin: &Admin) -> Result<(), String> {
-        for (at, replica) in std::mem::take(&mut self.restarts) {
-            if t < at {
-                self.restarts.push((at, replica));
-                continue;
-            }
-            let child = start_controller(self.bin_dir, &self.dir, self.arm, replica, 0, &self.url).await?;
-            self.procs[replica] = Some(Proc::new(child));
-        }
-        for (at, replica, start) in std::mem::take(&mut self.rollout) {
-            if t < at {
-                self.rollout.push((at, replica, start));
-            } else if start {
-                let child = start_controller(self.bin_dir, &self.dir, self.arm, replica, 1, &self.url).await?;
-                self.successors[replica] = Some(Proc::new(child));
-            } else {
-                self.hand_over(replica);
-            }
-        }
-        for (at, replica) in std::mem::take(&mut self.heals) {
-            if t < at {
-                self.heals.push((at, replica));
-                continue;
-            }
-            let body = serde_json::json!({"user": format!("bench-{replica}")}).to_string();
-            admin.call("POST", "/sim/heal", body.into_bytes()).await?;
-        }
-        Ok(())
-    }
-
-    /// The successor takes the slot; the predecessor gets SIGTERM, as a Deployment does.
-    fn hand_over(&mut self, replica: usize) {
-        let Some(successor) = self.successors[replica].take() else { return };
-        if let Some(mut old) = self.procs[replica].replace(successor) {
-            old.sample();
-            self.retire(replica, &old);
-            sigterm(&old.child);
-            self.leaving.push(old);
-        }
-    }
-
-    /// A process leaves its slot: its usage so far counts for the slot.
-    fn retire(&mut self, replica: usize, p: &Proc) {
-        self.totals[replica].0 += p.cpu_s;
-        self.totals[replica].1 = self.totals[replica].1.max(p.peak_rss_mb);
-    }
-
-    fn sample(&mut self) {
-        for p in self.procs.iter_mut().flatten() {
-            p.sample();
-        }
-    }
-
-    /// SIGTERM to every process and a wait for each; returns (CPU s, peak RSS MB) per slot.
-    async fn stop(mut self) -> Vec<(f64, f64)> {
-        for i in 0..self.procs.len() {
-            if let Some(mut p) = self.procs[i].take() {
-                p.sample();
-                self.retire(i, &p);
-                sigterm(&p.child);
-                self.leaving.push(p);
-            }
-        }
-        for p in &mut self.leaving {
-            let _ = tokio::time::timeout(Duration::from_secs(30), p.child.wait()).await;
-        }
-        self.totals
-    }
 }

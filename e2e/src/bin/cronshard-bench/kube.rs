@@ -13,7 +13,7 @@ use cronshard_e2e::report::{ArmReport, KubeArm, ProcessUsage};
 use cronshard_e2e::scenario::{CronJobSeed, Scenario};
 use cronshard_e2e::testbed::{Options, Testbed};
 use cronshard_e2e::usage;
-use cronshard_types::Timestamp;
+use cronshard_types::{Schedule, Timestamp, Zone};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
@@ -21,7 +21,10 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
 
-use crate::procs::{Proc, sigterm, spawn};
+use tokio::process::Child;
+
+use crate::controllers::{Controllers, FaultClock, Server};
+use crate::procs::spawn;
 
 /// Requests in flight while loading CronJobs and while measuring the bound.
 const IN_FLIGHT: usize = 64;
@@ -44,7 +47,7 @@ pub(crate) fn upstream_flags(arm: &str) -> Option<Option<&'static str>> {
 }
 
 pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> Result<ArmReport, String> {
-    let (count, kind, extra) = crate::arm_processes(arm).ok_or("arm")?;
+    let (count, kind, _) = crate::arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let testbed = start_testbed(&dir, arm).await?;
@@ -59,28 +62,33 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
     }
     let from = Timestamp::now();
-    let mut controllers = Vec::new();
-    if upstream_flags(arm).is_none() {
-        for i in 0..count {
-            controllers.push(start_replica(bin_dir, &dir, &testbed, i, &extra).await?);
-        }
-    }
+    // The scenario's clock: its lead before the herd's minute is t = 0, as on the simulator.
+    let clock_zero = herd_at.as_second() as f64 - scenario.lead_s;
+    let mut controllers = match upstream_flags(arm) {
+        Some(_) => None,
+        None => Some(Controllers::start(bin_dir, dir.clone(), arm, count, Server::Kube { testbed: &testbed }).await?),
+    };
+    let mut faults = FaultClock::new(&scenario.faults);
     let end = herd_at
         .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.lead_s))
         .map_err(|e| e.to_string())?;
     let mut control_plane = ControlPlane::new(&testbed);
     while Timestamp::now() < end {
-        controllers.iter_mut().for_each(Proc::sample);
+        if let Some(c) = &mut controllers {
+            let t = Timestamp::now().as_millisecond() as f64 / 1000.0 - clock_zero;
+            for fault in faults.due(&scenario.faults, t, count) {
+                c.apply(fault, t).await?;
+            }
+            c.on_time(t).await?;
+            c.sample();
+        }
         control_plane.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    for p in &mut controllers {
-        p.sample();
-        sigterm(&p.child);
-    }
-    for p in &mut controllers {
-        let _ = tokio::time::timeout(Duration::from_secs(30), p.child.wait()).await;
-    }
+    let totals = match controllers {
+        Some(c) => c.stop().await,
+        None => Vec::new(),
+    };
     control_plane.sample();
     let bound = measure_bound(&client, seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1)).await?;
     let records = read_audit(&testbed, bound.0).await?;
@@ -92,10 +100,7 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
             let kcm = control_plane.usage("kube-controller-manager");
             (vec![round(kcm.cpu_s)], vec![round(kcm.peak_rss_mb)])
         }
-        None => (
-            controllers.iter().map(|p| round(p.cpu_s)).collect(),
-            controllers.iter().map(|p| round(p.peak_rss_mb)).collect(),
-        ),
+        None => (totals.iter().map(|t| round(t.0)).collect(), totals.iter().map(|t| round(t.1)).collect()),
     };
     Ok(ArmReport {
         name: arm.to_owned(),
@@ -129,21 +134,32 @@ async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The scenario's CronJobs, each firing daily at one minute (UTC) at least `ahead` seconds
-/// away, time to load them all first: a real server's clock (and kube-controller-manager's)
-/// cannot be moved to an hour boundary.
+/// The scenario's CronJobs, firing daily at one minute (UTC) at least `ahead` seconds away,
+/// time to load them all first: a real server's clock (and kube-controller-manager's) cannot
+/// be moved to an hour boundary, so that minute stands for the hour. CronJobs that fire every
+/// minute keep their schedule: they are the small herds right after the big one.
 pub(crate) fn herd_seeds(scenario: &Scenario, ahead: i64) -> (Vec<CronJobSeed>, Timestamp) {
     let now = Timestamp::now();
     let herd_at = Timestamp::from_second((now.as_second() + ahead) / 60 * 60 + 60).unwrap_or(now);
     // In UTC, the CronJobs' zone: minutes and hours of the day straight from unix seconds.
     let (minute, hour) = (herd_at.as_second() / 60 % 60, herd_at.as_second() / 3600 % 24);
-    let schedule = format!("{minute} {hour} * * *");
+    let daily = format!("{minute} {hour} * * *");
     let seeds = scenario
         .cronjobs(now)
         .into_iter()
-        .map(|s| CronJobSeed { schedule: schedule.clone(), time_zone: None, spread: None, ..s })
+        .map(|s| match every_minute(&s.schedule) {
+            true => CronJobSeed { time_zone: None, spread: None, ..s },
+            false => CronJobSeed { schedule: daily.clone(), time_zone: None, spread: None, ..s },
+        })
         .collect();
     (seeds, herd_at)
+}
+
+/// Whether a schedule fires at every minute (checked over the next hour).
+fn every_minute(schedule: &str) -> bool {
+    let Ok(parsed) = Schedule::parse(schedule, &Zone::utc()) else { return false };
+    let from = Timestamp::from_second(Timestamp::now().as_second() / 60 * 60).unwrap_or_else(|_| Timestamp::now());
+    parsed.iter_after(from).take(60).enumerate().all(|(k, t)| t.as_second() == from.as_second() + 60 * (k as i64 + 1))
 }
 
 async fn create_namespaces(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String> {
@@ -181,21 +197,24 @@ async fn load(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String
     Ok(())
 }
 
-/// `cronshard run` replica `i` with the admin's kubeconfig (the benchmark measures speed; the
-/// chart's RBAC is proven elsewhere).
-async fn start_replica(
+/// `cronshard run` replica `i` of an arm with the admin's kubeconfig (the benchmark measures
+/// speed; the chart's RBAC is proven elsewhere); `generation` > 0 is a successor in a rolling
+/// restart (a new pod: a new identity).
+pub(crate) async fn start_replica(
     bin_dir: &Path,
     dir: &Path,
     testbed: &Testbed,
+    arm: &str,
     i: usize,
-    extra: &[String],
-) -> Result<Proc, String> {
+    generation: usize,
+) -> Result<Child, String> {
+    let (_, _, extra) = crate::arm_processes(arm).ok_or("arm")?;
+    let identity = if generation == 0 { format!("bench-{i}") } else { format!("bench-{i}-g{generation}") };
     let mut args: Vec<String> =
         ["run", "--kubeconfig", &testbed.admin_kubeconfig().to_string_lossy()].into_iter().map(str::to_owned).collect();
-    args.extend(["--identity".into(), format!("bench-{i}"), "--metrics-addr".into(), "127.0.0.1:0".into()]);
-    args.extend(extra.iter().cloned());
-    let (child, _) = spawn(&bin_dir.join("cronshard"), &args, &dir.join(format!("bench-{i}.log"))).await?;
-    Ok(Proc::new(child))
+    args.extend(["--identity".into(), identity.clone(), "--metrics-addr".into(), "127.0.0.1:0".into()]);
+    args.extend(extra);
+    Ok(spawn(&bin_dir.join("cronshard"), &args, &dir.join(format!("{identity}.log"))).await?.0)
 }
 
 /// What a plain client that does nothing else achieves: `jobs` minimal Jobs created by

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod arm;
+mod controllers;
 mod kube;
 mod procs;
 mod shadow;
@@ -14,7 +15,7 @@ mod sim_upstream;
 
 use clap::Parser;
 use cronshard_e2e::report::{Report, SimReport, svg, table};
-use cronshard_e2e::scenario::{Scenario, builtin_path};
+use cronshard_e2e::scenario::{Fault, Scenario, builtin_path};
 use cronshard_types::Timestamp;
 
 use self::arm::run_arm;
@@ -127,8 +128,8 @@ async fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Every arm exists and suits the target; `--target kube` and kube-controller-manager run
-/// herd-like scenarios only.
+/// Every arm exists and suits the target: kube-controller-manager runs herds only; `--target
+/// kube` runs herds and the faults that reach a process (kill, pause, rolling restart).
 fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
@@ -163,11 +164,22 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
         if args.shadow {
             return Err("--shadow runs with --target sim only".into());
         }
-        if !scenario.faults.is_empty() || scenario.later.is_some() || scenario.downtime_s > 0.0 {
+        if scenario.later.is_some() || scenario.downtime_s > 0.0 {
             return Err(format!(
-                "scenario {}: --target kube runs herds only (no faults, no CronJobs created later, no downtime)",
+                "scenario {}: --target kube cannot create CronJobs later or stop the controllers on a moved clock; it runs herds and failovers",
                 scenario.name
             ));
+        }
+        if let Some(fault) =
+            scenario.faults.iter().find(|f| matches!(f, Fault::Compact { .. } | Fault::DropWatches { .. }))
+        {
+            return Err(format!(
+                "scenario {}: {fault:?} is the simulator's fault; on --target kube only kill, partition (a pause) and rolling_restart run",
+                scenario.name
+            ));
+        }
+        if let Some(arm) = args.arms.iter().find(|a| kube::upstream_flags(a).is_some() && !scenario.faults.is_empty()) {
+            return Err(format!("arm {arm}: kube-controller-manager runs herds only, without faults"));
         }
     }
     Ok(())
