@@ -70,8 +70,10 @@ impl Proc {
     }
 }
 
+/// Starts `bin` with its stderr appended to `log` (a process restarted under the same
+/// identity keeps its predecessor's lines) and returns it with its first line on stdout.
 pub(crate) async fn spawn(bin: &Path, args: &[String], log: &Path) -> Result<(Child, String), String> {
-    let stderr = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    let stderr = std::fs::File::options().create(true).append(true).open(log).map_err(|e| e.to_string())?;
     let mut child = Command::new(bin)
         .args(args)
         .stdout(Stdio::piped())
@@ -144,7 +146,7 @@ pub(crate) async fn start_controller(
     if !arm.starts_with("cronshard-") {
         // The baseline prints nothing on stdout: give spawn() its first line another way.
         let log = dir.join(format!("{identity}.log"));
-        let stderr = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+        let stderr = std::fs::File::options().create(true).append(true).open(&log).map_err(|e| e.to_string())?;
         return Command::new(&bin)
             .args(&args)
             .stdout(Stdio::null())
