@@ -8,7 +8,7 @@ use cronshard_e2e::scenario::Fault;
 use cronshard_e2e::testbed::Testbed;
 use tokio::process::Child;
 
-use crate::procs::{Admin, Proc, sigterm, start_controller};
+use crate::procs::{Admin, Proc, signal, sigterm, start_controller};
 
 /// Where an arm's controllers run, and so how a fault reaches them.
 pub(crate) enum Server<'a> {
@@ -68,13 +68,6 @@ impl Server<'_> {
             Server::Kube { .. } => Err(format!("{path}: the simulator's fault, not available on a real control plane")),
         }
     }
-}
-
-/// `kill -SIG pid` (a process already gone is no error: it cannot be paused or resumed).
-fn signal(pid: Option<u32>, sig: &str) -> Result<(), String> {
-    let Some(pid) = pid else { return Ok(()) };
-    let status = std::process::Command::new("kill").args([format!("-{sig}"), pid.to_string()]).status();
-    status.map_err(|e| format!("kill -{sig} {pid}: {e}")).map(drop)
 }
 
 /// When each fault fires: once (kill, partition, rolling restart) or every `every_s`

@@ -20,7 +20,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
-
 use tokio::process::Child;
 
 use crate::controllers::{Controllers, FaultClock, Server};

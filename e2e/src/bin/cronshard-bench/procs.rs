@@ -110,9 +110,14 @@ pub(crate) fn kubeconfig(dir: &Path, url: &str, user: &str) -> Result<PathBuf, S
 }
 
 pub(crate) fn sigterm(child: &Child) {
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-    }
+    let _ = signal(child.id(), "TERM");
+}
+
+/// `kill -SIG pid` (a process already gone is no error: it cannot be paused or resumed).
+pub(crate) fn signal(pid: Option<u32>, sig: &str) -> Result<(), String> {
+    let Some(pid) = pid else { return Ok(()) };
+    let status = std::process::Command::new("kill").args([format!("-{sig}"), pid.to_string()]).status();
+    status.map_err(|e| format!("kill -{sig} {pid}: {e}")).map(drop)
 }
 
 /// Starts controller `i` of an arm; `generation` > 0 is a successor in a rolling restart (a
