@@ -342,8 +342,12 @@ impl Worker {
         // not on the server: the run it records must be recorded there before a Job is deleted
         // on its strength (otherwise a lost write could let that run start twice). The sync
         // after the write lands names them again.
-        if outcome.error.is_none() && self.writes.unwritten(k).is_none() {
-            self.history.queue(k, &due.reference, &outcome.history);
+        if outcome.error.is_none() {
+            if self.writes.unwritten(k).is_none() {
+                self.history.queue(k, &due.reference, &outcome.history);
+            } else if !outcome.history.is_empty() {
+                self.writes.withhold_cleanup(k);
+            }
         }
         match &outcome.error {
             Some(error) => self.failed(k, error, outcome.requeue_at),
@@ -363,7 +367,8 @@ impl Worker {
     fn start_writes(&mut self) {
         for (k, status) in self.writes.start() {
             let Some(cronjob) = self.index.cronjob(&k).cloned() else {
-                self.writes.finished(&k, Landed::No);
+                // Not cached any more: there is nothing to sync again.
+                let _ = self.writes.finished(&k, Landed::No);
                 continue;
             };
             let ctx = self.ctx.clone();
@@ -396,7 +401,9 @@ impl Worker {
                 Landed::No
             }
         };
-        self.writes.finished(&k, landed);
+        if self.writes.finished(&k, landed) {
+            self.timers.schedule(&k, self.ctx.clock.now());
+        }
         self.start_writes();
     }
 

@@ -18,6 +18,9 @@ pub(super) struct StatusWrites {
     in_flight: HashSet<String>,
     /// CronJobs that were decided again while their write was in flight.
     again: HashSet<String>,
+    /// CronJobs whose history cleanup a sync held back because their status was not
+    /// written yet: they sync again once it is, or nothing would name those Jobs again.
+    withheld: HashSet<String>,
     /// Writes in flight at most.
     limit: usize,
 }
@@ -40,6 +43,7 @@ impl StatusWrites {
             queued: HashSet::new(),
             in_flight: HashSet::new(),
             again: HashSet::new(),
+            withheld: HashSet::new(),
             limit: limit.max(1),
         }
     }
@@ -73,9 +77,19 @@ impl StatusWrites {
         started
     }
 
+    /// A sync of `key` named history to clean up while its status was unwritten, so it was
+    /// held back: [`finished`](Self::finished) says when to sync again.
+    pub(super) fn withhold_cleanup(&mut self, key: &str) {
+        self.withheld.insert(key.to_owned());
+    }
+
     /// `key`'s write ended. A status decided meanwhile is written next (it was computed from
-    /// the one just written); otherwise the CronJob has nothing left to write.
-    pub(super) fn finished(&mut self, key: &str, landed: Landed) {
+    /// the one just written); otherwise the CronJob has nothing left to write. Returns
+    /// whether `key` should sync again now: its write landed, nothing is left to write, and
+    /// a sync held back its cleanup meanwhile. (A write that did not land is followed by a
+    /// sync from the server's copy anyway, with nothing unwritten.)
+    #[must_use]
+    pub(super) fn finished(&mut self, key: &str, landed: Landed) -> bool {
         self.in_flight.remove(key);
         let again = self.again.remove(key);
         match (landed, again) {
@@ -83,9 +97,16 @@ impl StatusWrites {
                 if self.queued.insert(key.to_owned()) {
                     self.queue.push_back(key.to_owned());
                 }
+                false
             }
-            (Landed::Yes, false) | (Landed::No, _) => {
+            (Landed::Yes, false) => {
                 self.unwritten.remove(key);
+                self.withheld.remove(key)
+            }
+            (Landed::No, _) => {
+                self.unwritten.remove(key);
+                self.withheld.remove(key);
+                false
             }
         }
     }
@@ -94,6 +115,7 @@ impl StatusWrites {
     pub(super) fn forget(&mut self, key: &str) {
         self.unwritten.remove(key);
         self.again.remove(key);
+        self.withheld.remove(key);
         if self.queued.remove(key) {
             self.queue.retain(|k| k != key);
         }
@@ -128,7 +150,7 @@ mod tests {
         let started: Vec<String> = writes.start().into_iter().map(|(k, _)| k).collect();
         assert_eq!(started, ["a", "b"]);
         assert!(writes.start().is_empty(), "two in flight");
-        writes.finished("a", Landed::Yes);
+        assert!(!writes.finished("a", Landed::Yes));
         assert_eq!(writes.start(), [("c".to_owned(), status(3))]);
         assert_eq!(writes.len(), 2);
     }
@@ -140,7 +162,7 @@ mod tests {
         writes.decided("a", status(2));
         assert_eq!(writes.unwritten("a"), Some(&status(2)), "the next sync starts from it");
         assert_eq!(writes.start(), [("a".to_owned(), status(2))], "written once, the latest");
-        writes.finished("a", Landed::Yes);
+        assert!(!writes.finished("a", Landed::Yes));
         assert_eq!(writes.unwritten("a"), None, "written: the cache has it now");
         assert!(writes.start().is_empty());
     }
@@ -152,7 +174,7 @@ mod tests {
         assert_eq!(writes.start().len(), 1);
         writes.decided("a", status(2));
         assert!(writes.start().is_empty(), "one write per CronJob in flight");
-        writes.finished("a", Landed::Yes);
+        assert!(!writes.finished("a", Landed::Yes));
         assert_eq!(writes.start(), [("a".to_owned(), status(2))]);
     }
 
@@ -162,7 +184,7 @@ mod tests {
         writes.decided("a", status(1));
         writes.start();
         writes.decided("a", status(2));
-        writes.finished("a", Landed::No);
+        assert!(!writes.finished("a", Landed::No));
         assert_eq!(writes.unwritten("a"), None);
         assert!(writes.start().is_empty());
         assert_eq!(writes.len(), 0);
@@ -177,5 +199,33 @@ mod tests {
         writes.forget("b");
         assert!(writes.start().is_empty());
         assert_eq!((writes.unwritten("a"), writes.len()), (None, 0));
+    }
+
+    #[test]
+    fn cleanup_held_back_during_a_write_syncs_again_once_it_lands() {
+        let mut writes = StatusWrites::new(4);
+        writes.decided("a", status(1));
+        writes.start();
+        writes.withhold_cleanup("a");
+        writes.decided("a", status(2));
+        assert!(!writes.finished("a", Landed::Yes), "status(2) is still to be written");
+        writes.start();
+        assert!(writes.finished("a", Landed::Yes), "written: the held-back cleanup can go now");
+        assert_eq!(writes.unwritten("a"), None);
+        writes.decided("a", status(3));
+        writes.start();
+        assert!(!writes.finished("a", Landed::Yes), "nothing was held back this time");
+    }
+
+    #[test]
+    fn cleanup_held_back_before_a_failed_write_is_left_to_the_fresh_sync() {
+        let mut writes = StatusWrites::new(4);
+        writes.decided("a", status(1));
+        writes.start();
+        writes.withhold_cleanup("a");
+        assert!(!writes.finished("a", Landed::No));
+        writes.decided("a", status(2));
+        writes.start();
+        assert!(!writes.finished("a", Landed::Yes), "the failed write's sync named the Jobs again");
     }
 }
