@@ -241,11 +241,9 @@ async fn run_job(jobs: Api<Job>, job: Job, default_run: Duration) {
     let run_for =
         labels.get(RUN_SECONDS_LABEL).and_then(|s| s.parse::<u64>().ok()).map_or(default_run, Duration::from_secs);
     let fails = labels.get(OUTCOME_LABEL).is_some_and(|o| o == "Failed");
-    let params = PatchParams::default();
-    let started = now();
-    let start = json!({"status": {"startTime": started, "active": 1, "ready": 0}});
-    if jobs.patch_status(&name, &params, &Patch::Merge(&start)).await.is_err() {
-        return; // deleted before it started
+    let start = json!({"status": {"startTime": now(), "active": 1, "ready": 0}});
+    if !patch_status(&jobs, &name, &start).await {
+        return;
     }
     tokio::time::sleep(run_for).await;
     let ended = now();
@@ -260,7 +258,23 @@ async fn run_job(jobs: Api<Job>, job: Job, default_run: Duration) {
         json!({"status": {"active": 0, "ready": 0, "succeeded": 1, "completionTime": ended, "conditions": [
             condition("SuccessCriteriaMet", "CompletionsReached"), condition("Complete", "CompletionsReached")]}})
     };
-    let _ = jobs.patch_status(&name, &params, &Patch::Merge(&end)).await;
+    patch_status(&jobs, &name, &end).await;
+}
+
+/// Merges `status` into the Job's `/status`, retrying what a busy server can fail (a test
+/// must not hang on a Job left running); false once the Job is gone.
+async fn patch_status(jobs: &Api<Job>, name: &str, status: &serde_json::Value) -> bool {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(status)).await {
+            Ok(_) => return true,
+            Err(kube::Error::Api(e)) if e.code == 404 => return false,
+            Err(_) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
 }
 
 fn now() -> String {
