@@ -45,7 +45,15 @@ pub(crate) fn upstream_flags(arm: &str) -> Option<Option<&'static str>> {
     }
 }
 
-pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out: &Path) -> Result<ArmReport, String> {
+/// Runs one arm on a fresh control plane; with `profile_s`, kube-apiserver is profiled for
+/// that long from a second before the herd.
+pub(crate) async fn run_arm(
+    bin_dir: &Path,
+    scenario: &Scenario,
+    arm: &str,
+    out: &Path,
+    profile_s: Option<u64>,
+) -> Result<ArmReport, String> {
     let (count, kind, _) = crate::arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -72,7 +80,14 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.lead_s))
         .map_err(|e| e.to_string())?;
     let mut control_plane = ControlPlane::new(&testbed);
+    let mut profiling = None;
     while Timestamp::now() < end {
+        if let Some(seconds) = profile_s
+            && profiling.is_none()
+            && Timestamp::now().as_second() + 1 >= herd_at.as_second()
+        {
+            profiling = Some(tokio::spawn(crate::profile::cpu_profile(client.clone(), seconds, dir.clone())));
+        }
         if let Some(c) = &mut controllers {
             let t = Timestamp::now().as_millisecond() as f64 / 1000.0 - clock_zero;
             for fault in faults.due(&scenario.faults, t, count) {
@@ -89,6 +104,13 @@ pub(crate) async fn run_arm(bin_dir: &Path, scenario: &Scenario, arm: &str, out:
         None => Vec::new(),
     };
     control_plane.sample();
+    if let Some(profiling) = profiling {
+        // A profile is an explanation, not a result: the arm's numbers stand without it.
+        match profiling.await.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok(top) => tracing::info!(%arm, top = %top.display(), "kube-apiserver profiled"),
+            Err(error) => tracing::warn!(%arm, %error, "kube-apiserver was not profiled"),
+        }
+    }
     let bound = measure_bound(&client, seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1)).await?;
     let records = read_audit(&testbed, bound.0).await?;
     let to = end.checked_sub(jiff::SignedDuration::from_secs_f64(scenario.grace_s)).map_err(|e| e.to_string())?;

@@ -10,6 +10,7 @@ mod arm;
 mod controllers;
 mod kube;
 mod procs;
+mod profile;
 mod shadow;
 mod sim_upstream;
 
@@ -52,6 +53,11 @@ struct Args {
     /// verdicts with the audit log's.
     #[arg(long)]
     shadow: bool,
+    /// `--target kube`: profile kube-apiserver's CPU for this many seconds from a second
+    /// before the herd (`kube-apiserver.cpu.pb.gz`, and its top functions by `go tool pprof`
+    /// in `kube-apiserver.cpu.txt`, in each arm's folder).
+    #[arg(long, value_name = "SECONDS")]
+    apiserver_profile_s: Option<u64>,
     /// Where `cronshard` and `cronshard-baseline` are; default: beside this program.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -101,7 +107,7 @@ async fn run(args: Args) -> Result<(), String> {
                 sim_upstream::run_arm(&bin_dir, &scenario, arm, &args.out).await?
             }
             Target::Sim => run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?,
-            Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out).await?,
+            Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out, args.apiserver_profile_s).await?,
         };
         arms.push(report);
     }
@@ -159,6 +165,12 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
             }
             _ => {}
         }
+    }
+    if args.apiserver_profile_s.is_some() && args.target != Target::Kube {
+        return Err("--apiserver-profile-s profiles kube-apiserver: use it with --target kube".into());
+    }
+    if args.apiserver_profile_s == Some(0) {
+        return Err("--apiserver-profile-s 0: give the profile's length in seconds, above 0".into());
     }
     if args.target == Target::Kube {
         if args.shadow {
