@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod kube_audit;
+pub mod real_time;
 pub mod report;
 pub mod scenario;
 pub mod shadow;

@@ -1,5 +1,6 @@
 //! One arm of a benchmark: a fresh simulator, the scenario's CronJobs loaded, the arm's
-//! controllers started, the faults applied on time, then the audit log analysed.
+//! controllers started (kube-controller-manager for the upstream arms), the faults applied on
+//! time, then the audit log analysed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -27,8 +28,15 @@ pub(crate) async fn run_arm(
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (mut sim, url, admin) = start_sim(bin_dir, &dir, scenario).await?;
-    let start = hour_ahead(&admin, scenario.lead_s).await?;
-    let seeds = scenario.cronjobs(start);
+    // kube-controller-manager reads the machine's clock: the scenario comes to it on real
+    // time; every other arm follows the simulator's clock, moved to just before an hour.
+    let real_time = crate::kube::upstream_flags(arm).is_some();
+    let (start, seeds) = if real_time {
+        crate::sim_upstream::real_time_seeds(&admin, scenario).await?
+    } else {
+        let start = hour_ahead(&admin, scenario.lead_s).await?;
+        (start, scenario.cronjobs(start))
+    };
     let initial: Vec<&CronJobSeed> = seeds.iter().filter(|s| s.appears_s == 0.0).collect();
     let later: Vec<&CronJobSeed> = seeds.iter().filter(|s| s.appears_s > 0.0).collect();
     admin.load(&initial).await?;
@@ -36,6 +44,9 @@ pub(crate) async fn run_arm(
         let body =
             serde_json::json!({"verb": "create", "rate": scenario.sim.create_error_rate}).to_string().into_bytes();
         admin.call("PUT", "/sim/error-rate", body).await?;
+    }
+    if real_time {
+        crate::sim_upstream::sleep_until(start).await;
     }
     let (from, _) = admin.now().await?;
     let to = from

@@ -29,8 +29,10 @@ struct Args {
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
-    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2, v2-tuned (simulator only), upstream, upstream-tuned
-    /// (kube-controller-manager's CronJob controller; on the simulator, herd scenarios only).
+    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2,
+    /// v2-tuned (simulator only), upstream, upstream-tuned (kube-controller-manager's CronJob
+    /// controller; on the simulator on real time, the scenario's schedules moved to a real
+    /// minute).
     #[arg(long, value_delimiter = ',', default_value = "cronshard-1,v2")]
     arms: Vec<String>,
     #[arg(long)]
@@ -103,9 +105,6 @@ async fn run(args: Args) -> Result<(), String> {
     for arm in &args.arms {
         tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
         let report = match args.target {
-            Target::Sim if kube::upstream_flags(arm).is_some() => {
-                sim_upstream::run_arm(&bin_dir, &scenario, arm, &args.out).await?
-            }
             Target::Sim => run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?,
             Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out, args.apiserver_profile_s).await?,
         };
@@ -134,8 +133,10 @@ async fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Every arm exists and suits the target: kube-controller-manager runs herds only; `--target
-/// kube` runs herds and the faults that reach a process (kill, pause, rolling restart).
+/// Every arm exists and suits the target. On the simulator, kube-controller-manager runs
+/// what can be replayed on real time (schedules it can move); `--target kube` runs herds and
+/// the faults that reach a process (kill, pause, rolling restart), kube-controller-manager
+/// herds only.
 fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
@@ -145,18 +146,17 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
         })?;
         let upstream = kube::upstream_flags(arm).is_some();
         let baseline = matches!(arm.as_str(), "v1" | "v2" | "v2-tuned");
-        let not_a_herd = !scenario.faults.is_empty() || scenario.later.is_some() || scenario.downtime_s > 0.0;
         match args.target {
-            Target::Sim if upstream && not_a_herd => {
-                return Err(format!(
-                    "arm {arm} (kube-controller-manager) runs herds only: it has no test clock, so scenario {} (faults, CronJobs created later or downtime on the simulator's clock) cannot be replayed for it",
-                    scenario.name
-                ));
-            }
-            Target::Sim if upstream && args.shadow => {
-                return Err(format!(
-                    "arm {arm}: --shadow follows the simulator's moved clock; run it with the other arms"
-                ));
+            Target::Sim if upstream => {
+                // Its scenario is replayed on real time: every schedule must move.
+                let herd_at = cronshard_e2e::real_time::next_minute_after(Timestamp::now(), 0.0);
+                cronshard_e2e::real_time::seeds_at(scenario, herd_at)
+                    .map_err(|e| format!("arm {arm} (kube-controller-manager, on real time): {e}"))?;
+                if args.shadow {
+                    return Err(format!(
+                        "arm {arm}: --shadow is not run beside kube-controller-manager; run it with the other arms"
+                    ));
+                }
             }
             Target::Kube if baseline => {
                 return Err(format!(

@@ -130,6 +130,9 @@ pub(crate) async fn start_controller(
     generation: usize,
     url: &str,
 ) -> Result<Child, String> {
+    if crate::kube::upstream_flags(arm).is_some() {
+        return crate::sim_upstream::start_kcm(dir, url, arm, i, generation);
+    }
     let (_, _, extra) = crate::arm_processes(arm).ok_or("arm")?;
     let user = format!("bench-{i}");
     let kc = kubeconfig(dir, url, &user)?;
