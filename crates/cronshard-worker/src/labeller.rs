@@ -50,12 +50,7 @@ pub async fn label_new_cronjobs(
     let mut waiting = Waiting::default();
     loop {
         let todo = tokio::select! {
-            _ = stop.changed() => {
-                if *stop.borrow() {
-                    return;
-                }
-                Vec::new()
-            }
+            () = crate::stop_signal(&mut stop) => return,
             changed = owned.changed() => {
                 if changed.is_err() {
                     return; // the coordinator is gone
@@ -258,10 +253,10 @@ pub async fn label_orphan_jobs_periodically(
                     }
                     tokio::select! {
                         () = tokio::time::sleep(SETTLE) => break,
-                        _ = stop.changed() => if *stop.borrow() { return },
+                        () = crate::stop_signal(&mut stop) => return,
                     }
                 }
-                _ = stop.changed() => if *stop.borrow() { return },
+                () = crate::stop_signal(&mut stop) => return,
             }
         }
     }

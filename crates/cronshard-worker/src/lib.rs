@@ -35,6 +35,13 @@ pub use sync::{
     Invalid, JobRef, JobRequest, Jobs, MissReason, Outcome, history_deleted, sync, sync_spread,
 };
 
+/// Resolves once `stop` is true, or its sender is gone: nothing can say stop any more, so
+/// whoever started the task is tearing it down. (Waiting for `changed()` alone would be ready
+/// at once, again and again, after the sender is dropped: a loop around it would spin.)
+pub(crate) async fn stop_signal(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
 /// How often the slow pass labels CronJob-owned Jobs that lack the bucket label.
 pub const JOB_LABEL_PASS_EVERY: Duration = Duration::from_secs(600);
 

@@ -88,11 +88,7 @@ pub async fn run_namespace_watch(ctx: Arc<Context>, mut stop: tokio::sync::watch
     let mut listing = HashMap::new();
     loop {
         tokio::select! {
-            _ = stop.changed() => {
-                if *stop.borrow() {
-                    return;
-                }
-            }
+            () = crate::stop_signal(&mut stop) => return,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => listing.clear(),
                 Some(Ok(watcher::Event::InitApply(ns))) => {

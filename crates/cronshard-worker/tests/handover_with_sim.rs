@@ -1,7 +1,8 @@
 //! Writes that the server is slow to carry out, against the in-process simulator: a bucket
 //! that stops (is handed over) while its creates are stuck at the server leaves none to land
 //! after the stop, and a write goes out with what is left of the write fence as its
-//! server-side `timeout`, so the server never carries it out past the fence deadline.
+//! server-side `timeout`, so the server never carries it out past the fence deadline. A
+//! bucket whose stop sender is gone ends.
 
 mod common;
 
@@ -94,4 +95,17 @@ async fn the_server_drops_a_write_it_cannot_finish_before_the_fence_deadline() {
     let _ = stop.send(true);
     bucket.await.expect("the bucket stops");
     renewing.abort();
+}
+
+/// A bucket (and the replica's watches) whose stop sender is dropped without a word is being
+/// torn down: it ends, rather than spin on a channel that can no longer change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_whose_stop_sender_is_gone_ends() {
+    let sim = SimState::new(Config { runner: None, ..Config::default() });
+    let clock = Clock::default();
+    let ctx = common::context(serve(sim.clone()).await, &clock);
+    let (_boundary, stop, bucket) = bucket_before_boundary(&sim, &ctx, &clock).await;
+    drop(stop);
+    let ended = tokio::time::timeout(Duration::from_secs(10), bucket).await;
+    assert!(ended.is_ok_and(|joined| joined.is_ok()), "the bucket and the replica's watches end");
 }

@@ -101,11 +101,7 @@ pub async fn run(
     loop {
         let sleep = w.next_wake();
         tokio::select! {
-            _ = streams.stop.changed() => {
-                if *streams.stop.borrow() {
-                    break;
-                }
-            }
+            () = crate::stop_signal(&mut streams.stop) => break,
             event = streams.cronjobs.next() => match event {
                 Some(event) => w.on_watch_event("CronJob", event, Worker::on_cronjob),
                 None => break,
