@@ -227,12 +227,18 @@ impl Resource {
     }
 
     /// What kube-apiserver's strategies set on every create, whatever the body said: a new
-    /// Namespace is `Active` and has the `kubernetes` finalizer.
+    /// Namespace is `Active`, has the `kubernetes` finalizer and is labelled with its name.
     pub fn prepare_for_create(self, object: &mut Value) {
         if self != Resource::Namespaces {
             return;
         }
         object["status"] = json!({"phase": "Active"});
+        // As the namespace strategy's Canonicalize: a label that always says the name.
+        let name = object["metadata"]["name"].clone();
+        if !object["metadata"]["labels"].is_object() {
+            object["metadata"]["labels"] = json!({});
+        }
+        object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
         if !object["spec"].is_object() {
             object["spec"] = json!({});
         }

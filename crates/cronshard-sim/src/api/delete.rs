@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::read::selector_filter;
 use super::{Outcome, name_of, namespace_of};
 use crate::SimState;
-use crate::error::{ApiError, Result};
+use crate::error::{ApiError, Cause, Result};
 use crate::request::{ListParams, Target};
 use crate::resource::Resource;
 use crate::store::{Object, ReadAt};
@@ -43,9 +43,20 @@ fn delete_options(
         (Some("Background"), _) | (None, Some(false)) => Propagation::Background,
         (Some("Foreground"), _) => Propagation::Foreground,
         (Some(other), _) => {
-            return Err(ApiError::BadRequest(format!(
-                "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )));
+            // As kube-apiserver's ValidateDeleteOptions: 422 on the DeleteOptions themselves.
+            let cause = Cause {
+                field: "propagationPolicy".to_owned(),
+                reason: "FieldValueNotSupported",
+                message: format!(
+                    "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+            };
+            return Err(ApiError::Invalid {
+                kind: "DeleteOptions",
+                group: "meta.k8s.io",
+                name: String::new(),
+                causes: vec![cause],
+            });
         }
         // batch/v1 Jobs orphan by default, for compatibility; everything else cascades.
         (None, None) if resource == Resource::Jobs => Propagation::Orphan,
@@ -118,6 +129,40 @@ fn delete_one(
     Ok(deleted)
 }
 
+/// The finalizer kube-apiserver adds for the garbage collector when a delete orphans or
+/// waits for the dependents (a Namespace is finalized by its own controller instead).
+fn garbage_collector_finalizer(resource: Resource, propagation: Propagation) -> Option<&'static str> {
+    match (resource, propagation) {
+        (Resource::Namespaces, _) | (_, Propagation::Background) => None,
+        (_, Propagation::Orphan) => Some("orphan"),
+        (_, Propagation::Foreground) => Some("foregroundDeletion"),
+    }
+}
+
+/// What kube-apiserver answers to a delete the garbage collector must finish: not a Status
+/// but the object as that delete left it (deletionTimestamp, a grace period of 0, the
+/// finalizer, and its generation bumped). The simulator has done the collector's work
+/// already, so the object is gone when the answer comes, as it is a moment later there.
+fn marked_for_deletion(state: &SimState, deleted: &Object, finalizer: &str) -> Value {
+    let mut value = deleted.value();
+    let metadata = &mut value["metadata"];
+    metadata["deletionTimestamp"] = json!(state.store().clock().now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    metadata["deletionGracePeriodSeconds"] = json!(0);
+    if let Some(generation) = metadata["generation"].as_i64().filter(|g| *g > 0) {
+        metadata["generation"] = json!(generation + 1);
+    }
+    let mut finalizers: Vec<Value> = metadata["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| *f != "orphan" && *f != "foregroundDeletion")
+        .cloned()
+        .collect();
+    finalizers.push(json!(finalizer));
+    metadata["finalizers"] = Value::Array(finalizers);
+    value
+}
+
 fn success_status(resource: Resource, object: &Object) -> Value {
     json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -134,9 +179,11 @@ pub(super) fn delete(
     let (propagation, rv, uid) = delete_options(target.resource, query, body)?;
     let deleted =
         delete_one(state, target.resource, namespace_of(target), name_of(target), propagation, rv, uid.as_deref())?;
-    let response =
-        ([(header::CONTENT_TYPE, "application/json")], success_status(target.resource, &deleted).to_string())
-            .into_response();
+    let answer = match garbage_collector_finalizer(target.resource, propagation) {
+        Some(finalizer) => marked_for_deletion(state, &deleted, finalizer),
+        None => success_status(target.resource, &deleted),
+    };
+    let response = ([(header::CONTENT_TYPE, "application/json")], answer.to_string()).into_response();
     Ok(Outcome { response, object: Some(deleted) })
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Outcome;
@@ -34,8 +34,31 @@ fn bookmark_line(resource: Resource, rv: u64, initial_events_end: bool) -> Bytes
     if initial_events_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    let object = json!({"kind": resource.kind(), "apiVersion": resource.api_version(), "metadata": metadata});
+    let mut object = zero_object(resource);
+    object["kind"] = json!(resource.kind());
+    object["apiVersion"] = json!(resource.api_version());
+    object["metadata"] = metadata;
     event_line("BOOKMARK", object.to_string().as_bytes())
+}
+
+/// A bookmark's object as kube-apiserver writes it: the kind's Go zero value encoded as JSON
+/// (its struct fields without `omitempty` are there, empty), with only the metadata set.
+fn zero_object(resource: Resource) -> Value {
+    let pod_template = json!({"metadata": {}, "spec": {"containers": null}});
+    match resource {
+        Resource::CronJobs => {
+            json!({"spec": {"schedule": "", "jobTemplate": {"metadata": {}, "spec": {"template": pod_template}}},
+            "status": {}})
+        }
+        Resource::Jobs => json!({"spec": {"template": pod_template}, "status": {}}),
+        Resource::Leases => json!({"spec": {}}),
+        Resource::Namespaces => json!({"spec": {}, "status": {}}),
+        Resource::Events => json!({"eventTime": null}),
+        Resource::CoreEvents => {
+            json!({"involvedObject": {}, "source": {}, "firstTimestamp": null, "lastTimestamp": null,
+            "eventTime": null, "reportingComponent": "", "reportingInstance": ""})
+        }
+    }
 }
 
 /// What one watcher sees of a change, given its selector: a change that makes an object

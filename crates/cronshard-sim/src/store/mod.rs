@@ -125,7 +125,8 @@ impl Store {
         if meta.get("creationTimestamp").is_none_or(Value::is_null) {
             meta["creationTimestamp"] = json!(self.clock.now_rfc3339());
         }
-        if resource != Resource::CoreEvents && resource != Resource::Leases {
+        // As kube-apiserver's strategies: Events, Leases and Namespaces have no generation.
+        if !matches!(resource, Resource::CoreEvents | Resource::Leases | Resource::Namespaces) {
             meta["generation"] = json!(1);
         }
         Ok(self.commit(&mut inner, resource, value, None).presented(served))
