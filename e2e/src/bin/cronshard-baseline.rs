@@ -6,7 +6,8 @@
 //!   (500 per page, no watch cache) syncing each between pages; a 410 on the continue token
 //!   abandons the sweep, as upstream's did.
 //! - `v2` (today's): informers on all CronJobs and Jobs, a delaying queue, N workers (5 by
-//!   default), each sync scanning the Jobs of the CronJob's namespace.
+//!   default), each sync scanning the Jobs of the CronJob's namespace; a key being synced
+//!   waits without holding back the keys due behind it, as in client-go's workqueue.
 //!
 //! Both use one client token bucket (upstream: 20 QPS, burst 30), and record Events as
 //! client-go does: in the background, dropped while 1,000 wait.
@@ -241,9 +242,14 @@ impl Queue {
                 continue;
             }
             if self.busy.contains(&k) {
-                // Being synced: look again shortly, as client-go's dirty set does.
-                self.heap.push(Reverse((now + jiff::SignedDuration::from_millis(100), k)));
-                return None;
+                // Being synced: look again shortly (client-go keeps it dirty and queues it
+                // again when its sync is done), and go on to the keys due behind it. Its new
+                // time is recorded, or the entry would be taken for a stale one and the key
+                // lost for good.
+                let later = now + jiff::SignedDuration::from_millis(100);
+                self.at.insert(k.clone(), later);
+                self.heap.push(Reverse((later, k)));
+                continue;
             }
             self.at.remove(&k);
             self.busy.insert(k.clone());
@@ -382,4 +388,30 @@ async fn v2_worker(
 fn find(store: &Store<CronJob>, k: &str) -> Option<Arc<CronJob>> {
     let (namespace, name) = k.split_once('/')?;
     store.get(&reflector::ObjectRef::new(name).within(namespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().expect("timestamp")
+    }
+
+    #[test]
+    fn a_key_being_synced_holds_back_nothing_and_comes_back_after() {
+        let mut queue = Queue::default();
+        let now = at("2026-12-03T09:00:00Z");
+        assert!(queue.add("a".into(), now));
+        assert_eq!(queue.take_due(now).as_deref(), Some("a"));
+        queue.add("a".into(), now);
+        queue.add("b".into(), now);
+        assert_eq!(queue.take_due(now).as_deref(), Some("b"), "a is busy: b goes first");
+        assert_eq!(queue.take_due(now), None);
+        queue.done("a");
+        let later = at("2026-12-03T09:00:01Z");
+        assert_eq!(queue.take_due(later).as_deref(), Some("a"), "a comes back once its sync is done");
+        queue.done("a");
+        assert!(queue.add("a".into(), at("2026-12-03T09:01:00Z")), "and can be queued for its next run");
+    }
 }
