@@ -146,7 +146,7 @@ fn garbage_collector_finalizer(resource: Resource, propagation: Propagation) -> 
 fn marked_for_deletion(state: &SimState, deleted: &Object, finalizer: &str) -> Value {
     let mut value = deleted.value();
     let metadata = &mut value["metadata"];
-    metadata["deletionTimestamp"] = json!(state.store().clock().now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    metadata["deletionTimestamp"] = json!(state.store().clock().now_rfc3339());
     metadata["deletionGracePeriodSeconds"] = json!(0);
     if let Some(generation) = metadata["generation"].as_i64().filter(|g| *g > 0) {
         metadata["generation"] = json!(generation + 1);
