@@ -91,6 +91,8 @@ pub struct Analysis {
     /// The most Job creates answered in one second of the window.
     pub peak_creates_per_s: usize,
     pub requests: BTreeMap<String, usize>,
+    /// The accepted writes by kind: Events, status writes, labels and cleanups done.
+    pub work: crate::work::Work,
     pub http_410: usize,
     pub http_429: usize,
     /// (seconds from the window start to the create, skew) of every created run.
@@ -174,6 +176,7 @@ pub fn analyze(
         });
     a.herds = herds(&per_instant, &created_per_instant, &last_create, admitted_writes_per_s);
     count_requests(records, &mut a);
+    a.work = crate::work::Work::count(records);
     a
 }
 

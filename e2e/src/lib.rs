@@ -9,6 +9,7 @@ pub mod report;
 pub mod scenario;
 pub mod shadow;
 pub mod testbed;
+pub mod work;
 
 /// What can go wrong reading scenarios or audit records.
 #[derive(Debug, thiserror::Error)]

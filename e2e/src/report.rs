@@ -130,6 +130,7 @@ pub fn table(report: &Report) -> String {
         out,
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
+    crate::work::table(report.arms.iter().map(|a| (a.name.as_str(), &a.analysis.work)), &mut out);
     shadow_lines(report, &mut out);
     kube_lines(report, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {

@@ -21,6 +21,7 @@ pub mod leftovers;
 pub mod limiter;
 pub mod metrics;
 pub mod namespaces;
+pub mod reserve;
 pub mod sync;
 
 use std::collections::{BTreeSet, HashMap};

@@ -9,7 +9,8 @@
 //! them, or gets 429 when the queue is full. A caller holds its [`Place`] until its answer
 //! comes, and no token is handed out while every place is taken: so a create waits behind at
 //! most that many requests at the server, and everything else waits here, where priority
-//! holds. Requests that never come here (watches, the watchers' lists, Leases, which have
+//! holds. Before a herd, lower-priority work is held back ([`crate::reserve`]) so that the
+//! places are free when it comes. Requests that never come here (watches, the watchers' lists, Leases, which have
 //! their own priority level on a real server and are the replica's liveness) are not capped.
 
 use std::collections::VecDeque;
@@ -20,11 +21,24 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::aimd::{Aimd, Cut, RateBudget, Signals};
+use crate::reserve::Reservations;
 
 /// Requests out at once at most. Enough for the admitted rate at the latencies of a loaded
 /// server (1,000 writes/s at 64 ms each; kube-apiserver answers a create in a few to tens
 /// of ms), and under a user's 100 concurrent seats in the simulator.
 pub const MAX_IN_FLIGHT: usize = 64;
+/// Bounds of the pause before a herd: long enough for a fast server's answers to come, short
+/// enough that a slow one's backlog does not wait long for a herd it could not help.
+const MIN_LEAD: Duration = Duration::from_millis(50);
+const MAX_LEAD: Duration = Duration::from_secs(2);
+/// Status writes, labels, Events and cleanup hold at most this long of the rate in places
+/// (never fewer than [`MIN_LOW_PLACES`]); creates may take all of them. The server serves
+/// its queue in order, so a create that comes while a backlog is being written (a failed
+/// create's retry, a run due between herds) waits behind what that backlog has out: 0.1 s
+/// of it, not 64 requests (0.64 s at 100/s). Enough for the backlog's own pace while the
+/// server answers within 0.1 s; a slower server gets less of it, which is what it can take.
+const LOW_PRIORITY_QUEUE: Duration = Duration::from_millis(100);
+const MIN_LOW_PLACES: usize = 4;
 
 /// What a call is for, most urgent first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -54,6 +68,8 @@ struct State {
     /// Places held: requests granted and not yet answered.
     in_flight: usize,
     max_in_flight: usize,
+    /// The buckets' next herds: lower-priority work waits before them.
+    reservations: Reservations,
 }
 
 impl State {
@@ -74,9 +90,42 @@ impl State {
         self.tokens = self.tokens.min(self.burst);
     }
 
-    /// Whether a token and a place are free now.
-    fn can_grant(&self) -> bool {
-        (self.qps <= 0.0 || self.tokens >= 1.0) && self.in_flight < self.max_in_flight
+    /// Whether a token is free now.
+    fn has_token(&self) -> bool {
+        self.qps <= 0.0 || self.tokens >= 1.0
+    }
+
+    /// How many places a caller of `priority` may find taken and still get one.
+    fn places_for(&self, priority: Priority) -> usize {
+        if priority == Priority::Create || self.qps <= 0.0 {
+            return self.max_in_flight;
+        }
+        let places = (self.qps * LOW_PRIORITY_QUEUE.as_secs_f64()).ceil() as usize;
+        places.clamp(MIN_LOW_PLACES.min(self.max_in_flight), self.max_in_flight)
+    }
+
+    /// Whether a caller of `priority` may go now, past a pause before a herd (`held`).
+    fn may_go(&self, priority: Priority, held: bool) -> bool {
+        self.has_token() && self.in_flight < self.places_for(priority) && !(held && priority != Priority::Create)
+    }
+
+    /// Until when lower-priority work waits: a herd is due within the time the requests out
+    /// take to be answered at this rate.
+    fn held_until(&self, now: Instant) -> Option<Instant> {
+        let lead = if self.qps > 0.0 { self.max_in_flight as f64 / self.qps } else { 0.0 };
+        let lead = Duration::from_secs_f64(lead.clamp(MIN_LEAD.as_secs_f64(), MAX_LEAD.as_secs_f64()));
+        self.reservations.hold_until(now, lead)
+    }
+
+    /// The most urgent waiter, if it may go now (one less urgent never overtakes it).
+    fn next_waiter(&mut self, held: bool) -> Option<oneshot::Sender<Place>> {
+        let priority = [Priority::Create, Priority::Status, Priority::Background]
+            .into_iter()
+            .find(|p| !self.queues[*p as usize].is_empty())?;
+        if !self.may_go(priority, held) {
+            return None;
+        }
+        self.queues[priority as usize].pop_front()
     }
 
     fn take(&mut self) {
@@ -161,6 +210,7 @@ impl Limiter {
             demand: false,
             in_flight: 0,
             max_in_flight: places.max(1),
+            reservations: Reservations::default(),
         };
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
@@ -181,6 +231,13 @@ impl Limiter {
         cut
     }
 
+    /// `bucket`'s next due instant and the syncs due then (`None`: nothing, or it stopped).
+    pub fn reserve(&self, bucket: u32, next: Option<(Instant, usize)>) {
+        self.shared.lock().reservations.set(bucket, next);
+        // The pump may be waiting for a pause that no longer applies, or is now longer.
+        self.shared.returned.notify_one();
+    }
+
     /// The current rate (requests per second; `<= 0` is unlimited).
     pub fn qps(&self) -> f64 {
         self.shared.lock().qps
@@ -198,7 +255,8 @@ impl Limiter {
         let granted = {
             let mut s = self.shared.lock();
             s.refill();
-            if s.can_grant() && s.queues[..=p].iter().all(VecDeque::is_empty) {
+            let held = priority != Priority::Create && s.held_until(Instant::now()).is_some();
+            if s.may_go(priority, held) && s.queues[..=p].iter().all(VecDeque::is_empty) {
                 s.take();
                 return Place(Some(self.shared.clone()));
             }
@@ -208,6 +266,9 @@ impl Limiter {
             if !s.pumping {
                 s.pumping = true;
                 tokio::spawn(pump(self.shared.clone()));
+            } else {
+                // A create may go now although the pump waits out a pause.
+                self.shared.returned.notify_one();
             }
             rx
         };
@@ -216,14 +277,15 @@ impl Limiter {
     }
 }
 
-/// Hands tokens and places to waiters, most urgent first, until nobody waits.
+/// Hands tokens and places to waiters, most urgent first, until nobody waits; before a herd,
+/// only to creates.
 async fn pump(shared: Arc<Shared>) {
     loop {
-        let wait = {
+        let wake = {
             let mut s = shared.lock();
             s.refill();
-            while s.can_grant() {
-                let Some(waiter) = s.queues.iter_mut().find_map(VecDeque::pop_front) else { break };
+            let held = s.held_until(Instant::now());
+            while let Some(waiter) = s.next_waiter(held.is_some()) {
                 s.take();
                 // A waiter that gave up (its future was dropped) costs nothing.
                 if let Err(place) = waiter.send(Place(Some(shared.clone()))) {
@@ -238,12 +300,22 @@ async fn pump(shared: Arc<Shared>) {
                 s.pumping = false;
                 return;
             }
-            (s.in_flight < s.max_in_flight)
-                .then(|| Duration::from_secs_f64(((1.0 - s.tokens).max(0.0) / s.qps).max(1e-4)))
+            if !s.has_token() {
+                Some(Instant::now() + Duration::from_secs_f64(((1.0 - s.tokens) / s.qps).max(1e-4)))
+            } else {
+                // The places the most urgent waiter may take are taken (a place given back
+                // wakes us), or it waits out a pause before a herd.
+                held
+            }
         };
-        match wait {
-            Some(refill) => tokio::time::sleep(refill).await,
-            // Every place is taken: the next one given back wakes us.
+        // A place given back, a new waiter or a changed reservation wake us early.
+        match wake {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = shared.returned.notified() => {}
+                }
+            }
             None => shared.returned.notified().await,
         }
     }
@@ -275,6 +347,64 @@ mod tests {
         assert!(elapsed >= Duration::from_millis(1990) && elapsed <= Duration::from_millis(2100), "{elapsed:?}");
         let order = order.lock().expect("lock").clone();
         assert!(order[..100].iter().all(|p| *p == Priority::Create), "every creation first");
+    }
+
+    /// Background work asked for in a herd's lead waits until the herd's grace is over, or
+    /// until the reservation is withdrawn; a create never waits for it.
+    #[tokio::test(start_paused = true)]
+    async fn background_work_waits_out_a_herd_and_creates_do_not() {
+        use crate::reserve::{GRACE, HERD_SYNCS};
+        // 64 places at 100/s: the lead is 0.64 s.
+        let limiter = Arc::new(Limiter::new(100.0, 10));
+        let start = Instant::now();
+        let herd = start + Duration::from_secs(2);
+        limiter.reserve(0, Some((herd, HERD_SYNCS)));
+        drop(limiter.acquire(Priority::Background).await);
+        assert_eq!(start.elapsed(), Duration::ZERO, "before the lead, nothing waits");
+        let waiting = |priority| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move {
+                drop(limiter.acquire(priority).await);
+                Instant::now()
+            })
+        };
+        tokio::time::sleep_until(start + Duration::from_millis(1500)).await;
+        let background = waiting(Priority::Background);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let create = waiting(Priority::Create).await.expect("create");
+        assert_eq!(create, start + Duration::from_millis(1600), "a create goes at once");
+        assert_eq!(background.await.expect("background"), herd + GRACE);
+        // Withdrawn: a waiter in the next herd's lead goes at once.
+        let next = herd + Duration::from_secs(60);
+        limiter.reserve(0, Some((next, HERD_SYNCS)));
+        tokio::time::sleep_until(next - Duration::from_millis(300)).await;
+        let background = waiting(Priority::Background);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        limiter.reserve(0, None);
+        assert_eq!(background.await.expect("background"), next - Duration::from_millis(200));
+    }
+
+    /// At 100/s, lower priorities hold at most 10 places (0.1 s of the rate); a create takes
+    /// one of the rest at once.
+    #[tokio::test(start_paused = true)]
+    async fn background_work_holds_a_tenth_of_a_second_of_places_and_creates_the_rest() {
+        let limiter = Arc::new(Limiter::new(100.0, 100));
+        let held: Vec<Place> = futures::future::join_all((0..10).map(|_| limiter.acquire(Priority::Background))).await;
+        let eleventh = {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { drop(limiter.acquire(Priority::Status).await) })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!eleventh.is_finished(), "the eleventh waits for a place");
+        let start = Instant::now();
+        let create = limiter.acquire(Priority::Create).await;
+        assert_eq!(start.elapsed(), Duration::ZERO, "a create finds a place at once");
+        assert_eq!(limiter.in_flight(), 11);
+        drop(create);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!eleventh.is_finished(), "the create's place is not one of the ten");
+        drop(held);
+        eleventh.await.expect("a place came back");
     }
 
     #[tokio::test(start_paused = true)]

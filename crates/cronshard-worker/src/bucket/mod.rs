@@ -69,6 +69,8 @@ struct Worker {
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
     spreads: Spreads,
+    /// The next herd last told to the limiter.
+    reserved: Option<(cronshard_types::Timestamp, usize)>,
 }
 
 /// Runs one bucket until `stop` turns true; `ready` counts buckets whose initial lists are in.
@@ -99,6 +101,7 @@ pub async fn run(
     // Counted while listed; the guard un-counts even when the task is aborted (fencing).
     let mut counted_ready: Option<ReadyGuard> = None;
     loop {
+        w.reserve_next_herd(false);
         let sleep = w.next_wake();
         tokio::select! {
             () = crate::stop_signal(&mut streams.stop) => break,
@@ -113,7 +116,7 @@ pub async fn run(
             _ = tokio::time::sleep(sleep) => w.run_due(&mut streams).await,
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             deleted = w.history.next_done(), if !w.history.is_idle() => w.history.done(&ctx, deleted),
-            _ = ctx.clock.changed() => {}
+            _ = ctx.clock.changed() => w.reserve_next_herd(true),
             // A Namespace's spread default changed (or the first list came): every CronJob
             // syncs with what it now implies.
             changed = namespace_spread_changes.changed() => {
@@ -139,6 +142,7 @@ pub async fn run(
             counted_ready = Some(ReadyGuard(ready.clone()));
         }
     }
+    ctx.limiter.reserve(bucket, None);
     // Handing the bucket over: what was decided is written before the Lease is released.
     if *streams.stop.borrow() {
         w.drain_writes().await;
@@ -170,6 +174,7 @@ impl Worker {
             leftovers: HashMap::new(),
             leftovers_due: Some(Instant::now()),
             spreads: Spreads::default(),
+            reserved: None,
         }
     }
 

@@ -1,19 +1,23 @@
 //! The bucket's timer queue: when each CronJob syncs next, and its backoff after failures.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::Duration;
 
 use cronshard_types::Timestamp;
 
 /// Longest backoff after repeated transient failures of one CronJob.
 pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// The first retry of a failed sync, in milliseconds; each further one waits twice as long.
+const FIRST_RETRY_MS: u64 = 50;
 
 #[derive(Default)]
 pub(super) struct Timers {
     /// Earliest first; an entry whose time no longer matches `scheduled` is stale.
     heap: BinaryHeap<Reverse<(Timestamp, String)>>,
     scheduled: HashMap<String, Timestamp>,
+    /// How many keys are scheduled at each instant: the size of the next herd.
+    per_instant: BTreeMap<Timestamp, usize>,
     /// Consecutive failed syncs per CronJob.
     failures: HashMap<String, u32>,
 }
@@ -24,14 +28,33 @@ impl Timers {
         if self.scheduled.get(key).is_some_and(|t| *t <= at) {
             return;
         }
-        self.scheduled.insert(key.to_owned(), at);
+        if let Some(earlier) = self.scheduled.insert(key.to_owned(), at) {
+            self.uncount(earlier);
+        }
+        *self.per_instant.entry(at).or_default() += 1;
         self.heap.push(Reverse((at, key.to_owned())));
+    }
+
+    fn uncount(&mut self, at: Timestamp) {
+        if let Some(n) = self.per_instant.get_mut(&at) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_instant.remove(&at);
+            }
+        }
     }
 
     /// Drops `key`'s timer and backoff (it left the bucket).
     pub(super) fn forget(&mut self, key: &str) {
-        self.scheduled.remove(key);
+        if let Some(at) = self.scheduled.remove(key) {
+            self.uncount(at);
+        }
         self.failures.remove(key);
+    }
+
+    /// The next instant keys are scheduled at, and how many are due then.
+    pub(super) fn next_herd(&self) -> Option<(Timestamp, usize)> {
+        self.per_instant.first_key_value().map(|(at, n)| (*at, *n))
     }
 
     /// When the earliest timer fires.
@@ -47,6 +70,7 @@ impl Timers {
             // A stale entry: the key was rescheduled or forgotten since.
             if self.scheduled.get(&key) == Some(&at) {
                 self.scheduled.remove(&key);
+                self.uncount(at);
                 due.push(key);
             }
         }
@@ -66,15 +90,16 @@ impl Timers {
         }
     }
 
-    /// A failed sync: retried after 0.25, 0.5, 1, 2 … s (at most [`MAX_BACKOFF`]), but never
-    /// later than `next`, the sync it asked for, so backoff never skips a run. Returns the
-    /// delay. The first retry comes soon because most failures are one-offs (a 500, a timeout)
-    /// and the run is due now; upstream's work queue starts at 5 ms. A server that keeps
-    /// failing is reached less and less often, and the client rate adapts to its 429s.
+    /// A failed sync: retried after 0.05, 0.1, 0.2, 0.4 … s (at most [`MAX_BACKOFF`]), but
+    /// never later than `next`, the sync it asked for, so backoff never skips a run. Returns
+    /// the delay. The first retry comes soon because most failures are one-offs (a 500, a
+    /// timeout) and the run is due now: a herd's last run is often a retry, and its wait is
+    /// the herd's; upstream's work queue starts at 5 ms. A server that keeps failing is
+    /// reached less and less often, and the client rate adapts to its 429s.
     pub(super) fn failed(&mut self, key: &str, now: Timestamp, next: Option<Timestamp>) -> Duration {
         let n = self.failures.entry(key.to_owned()).or_insert(0);
         *n += 1;
-        let delay = Duration::from_millis(125_u64 << (*n).min(12)).min(MAX_BACKOFF);
+        let delay = Duration::from_millis(FIRST_RETRY_MS << (*n - 1).min(13)).min(MAX_BACKOFF);
         let at = now.checked_add(jiff::SignedDuration::try_from(delay).unwrap_or_default()).unwrap_or(now);
         self.schedule(key, next.map_or(at, |next| next.min(at)));
         delay
@@ -115,6 +140,24 @@ mod tests {
     }
 
     #[test]
+    fn the_next_herd_counts_the_keys_due_at_the_next_instant_only() {
+        let mut timers = Timers::default();
+        assert_eq!(timers.next_herd(), None);
+        for key in ["a", "b", "c"] {
+            timers.schedule(key, t(60));
+        }
+        timers.schedule("d", t(120));
+        assert_eq!(timers.next_herd(), Some((t(60), 3)));
+        // Moved earlier, forgotten, popped: each leaves the count of the instant it had.
+        timers.schedule("c", t(30));
+        assert_eq!(timers.next_herd(), Some((t(30), 1)));
+        timers.forget("c");
+        assert_eq!(timers.next_herd(), Some((t(60), 2)));
+        assert_eq!(timers.pop_due(t(60)).len(), 2);
+        assert_eq!(timers.next_herd(), Some((t(120), 1)));
+    }
+
+    #[test]
     fn a_forgotten_key_never_fires() {
         let mut timers = Timers::default();
         timers.schedule("a", t(10));
@@ -126,16 +169,16 @@ mod tests {
     #[test]
     fn failures_back_off_exponentially_up_to_the_cap() {
         let mut timers = Timers::default();
-        let delays: Vec<u128> = (0..13)
+        let delays: Vec<u128> = (0..15)
             .map(|_| {
                 let delay = timers.failed("a", t(0), None);
                 timers.pop_due(t(10_000));
                 delay.as_millis()
             })
             .collect();
-        let doubling: Vec<u128> = (0..11).map(|n| 250 << n).collect();
-        assert_eq!(delays[..11], doubling[..], "250 ms to 256 s");
-        assert_eq!(delays[11..], [300_000, 300_000], "capped at 300 s");
+        let doubling: Vec<u128> = (0..13).map(|n| 50 << n).collect();
+        assert_eq!(delays[..13], doubling[..], "50 ms to 204.8 s");
+        assert_eq!(delays[13..], [300_000, 300_000], "capped at 300 s");
     }
 
     #[test]
@@ -145,12 +188,12 @@ mod tests {
             timers.failed("a", t(0), None);
             timers.pop_due(t(10_000));
         }
-        // The sixth delay would be 8 s; the next run at 5 s comes first.
-        timers.failed("a", t(0), Some(t(5)));
-        assert_eq!(timers.next_at(), Some(t(5)));
-        assert_eq!(timers.pop_due(t(5)), ["a"]);
+        // The sixth delay would be 1.6 s; the next run at 1 s comes first.
+        timers.failed("a", t(0), Some(t(1)));
+        assert_eq!(timers.next_at(), Some(t(1)));
+        assert_eq!(timers.pop_due(t(1)), ["a"]);
         timers.succeeded("a", Some(t(60)));
         assert_eq!(timers.pop_due(t(60)), ["a"]);
-        assert_eq!(timers.failed("a", t(60), None), Duration::from_millis(250));
+        assert_eq!(timers.failed("a", t(60), None), Duration::from_millis(50));
     }
 }

@@ -58,7 +58,7 @@ pub(crate) async fn run_arm(
         false => None,
     };
     let mut controllers =
-        Controllers::start(bin_dir, dir, arm, count, Server::Sim { url: url.clone(), admin: &admin }).await?;
+        Controllers::start(bin_dir, dir.clone(), arm, count, Server::Sim { url: url.clone(), admin: &admin }).await?;
     let mut faults = FaultClock::new(&scenario.faults);
     let mut later_loaded = later.is_empty();
     loop {
@@ -85,6 +85,8 @@ pub(crate) async fn run_arm(
         let audit = admin.call("GET", "/sim/audit", Vec::new()).await?;
         (audit, controllers.stop().await)
     };
+    // Kept beside the logs: the report is computed from it, and can be checked against it.
+    std::fs::write(dir.join("audit.jsonl"), &audit).map_err(|e| format!("{}: {e}", dir.display()))?;
     let records: Vec<serde_json::Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let analysis = analyze(&seeds, &records, from, to, scenario.downtime_s > 0.0, scenario.sim.admitted_writes_per_s);
     let shadow = match watcher {
