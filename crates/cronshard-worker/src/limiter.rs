@@ -68,8 +68,9 @@ struct State {
     /// Places held: requests granted and not yet answered.
     in_flight: usize,
     max_in_flight: usize,
-    /// The buckets' next herds: lower-priority work waits before them.
+    /// The buckets' next herds: lower-priority work waits before them (unless off).
     reservations: Reservations,
+    reserving: bool,
 }
 
 impl State {
@@ -112,6 +113,9 @@ impl State {
     /// Until when lower-priority work waits: a herd is due within the time the requests out
     /// take to be answered at this rate.
     fn held_until(&self, now: Instant) -> Option<Instant> {
+        if !self.reserving {
+            return None;
+        }
         let lead = if self.qps > 0.0 { self.max_in_flight as f64 / self.qps } else { 0.0 };
         let lead = Duration::from_secs_f64(lead.clamp(MIN_LEAD.as_secs_f64(), MAX_LEAD.as_secs_f64()));
         self.reservations.hold_until(now, lead)
@@ -211,6 +215,7 @@ impl Limiter {
             in_flight: 0,
             max_in_flight: places.max(1),
             reservations: Reservations::default(),
+            reserving: true,
         };
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
@@ -229,6 +234,12 @@ impl Limiter {
         let cut = s.aimd.observe(Instant::now(), signals, demand);
         s.apply();
         cut
+    }
+
+    /// Whether lower-priority work waits before a herd (on by default).
+    pub fn reserve_herds(&self, on: bool) {
+        self.shared.lock().reserving = on;
+        self.shared.returned.notify_one();
     }
 
     /// `bucket`'s next due instant and the syncs due then (`None`: nothing, or it stopped).

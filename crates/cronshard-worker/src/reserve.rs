@@ -18,11 +18,14 @@ use tokio::time::Instant;
 /// Syncs due within the lead that make a herd worth a pause of lower-priority work: half the
 /// places a replica has out (fewer creates than that gain less than the pause costs).
 pub const HERD_SYNCS: usize = crate::limiter::MAX_IN_FLIGHT / 2;
+/// How far ahead a bucket looks for its largest herd: the longest lead, and the bucket's
+/// longest sleep between two looks.
+pub const HORIZON: Duration = Duration::from_secs(4);
 /// How long after the due instant the pause lasts: the time a bucket takes from its timer to
 /// the creates of the syncs it starts (the herd's creates go first anyway once they wait).
 pub const GRACE: Duration = Duration::from_millis(250);
 
-/// The next due instant of each bucket, and how many syncs are due then.
+/// Each bucket's largest herd ahead: its instant, and how many syncs are due then.
 #[derive(Debug, Default)]
 pub struct Reservations {
     by_bucket: HashMap<u32, (Instant, usize)>,

@@ -79,6 +79,10 @@ pub(crate) struct RunArgs {
     /// server's answers.
     #[arg(long, env = "CRONSHARD_FIXED_RATE")]
     fixed_rate: bool,
+    /// Never hold status writes, labels, Events and cleanup back before a herd (to measure
+    /// what the reservation gains; see docs/design.md).
+    #[arg(long, env = "CRONSHARD_NO_HERD_RESERVATION")]
+    no_herd_reservation: bool,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
@@ -185,6 +189,7 @@ async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
         deployment_qps: args.deployment_qps,
         adaptive: !args.fixed_rate,
     });
+    limiter.reserve_herds(!args.no_herd_reservation);
     let ctx = Context::new(config, limiter, settings, clock, metrics)?;
     Ok(Replica { identity, coordination, coordinator_metrics, ctx })
 }

@@ -14,6 +14,7 @@ use super::calls::sync_due;
 use super::index::Due;
 use super::{PARALLEL_SYNCS, Worker};
 use crate::decoded::Decoded;
+use crate::reserve::HORIZON;
 use crate::sync::Outcome;
 
 /// Longest a stopping bucket waits for the syncs it has in flight (a handover must not wait
@@ -89,10 +90,12 @@ impl Worker {
         self.ctx.metrics.queue_depth.set(self.timers.len() as i64);
     }
 
-    /// Tells the limiter this bucket's next herd ([`crate::reserve`]) if it changed, or
-    /// anyway when `clock_moved` (the instant it maps to moved with the clock).
+    /// Tells the limiter this bucket's largest herd within [`HORIZON`] ([`crate::reserve`]) if
+    /// it changed, or anyway when `clock_moved` (the instant it maps to moved with the clock).
     pub(super) fn reserve_next_herd(&mut self, clock_moved: bool) {
-        let next = self.timers.next_herd();
+        let now = self.ctx.clock.now();
+        let horizon = now.checked_add(HORIZON).unwrap_or(now);
+        let next = self.timers.largest_herd(now, horizon);
         if next == self.reserved && !clock_moved {
             return;
         }

@@ -52,9 +52,17 @@ impl Timers {
         self.failures.remove(key);
     }
 
-    /// The next instant keys are scheduled at, and how many are due then.
-    pub(super) fn next_herd(&self) -> Option<(Timestamp, usize)> {
-        self.per_instant.first_key_value().map(|(at, n)| (*at, *n))
+    /// The instant in `(after, until]` with the most keys scheduled (the earliest of equals),
+    /// and how many. Keys due now (watch events, a retry) are not a herd ahead.
+    pub(super) fn largest_herd(&self, after: Timestamp, until: Timestamp) -> Option<(Timestamp, usize)> {
+        if until <= after {
+            return None;
+        }
+        let soon = self.per_instant.range((std::ops::Bound::Excluded(after), std::ops::Bound::Included(until)));
+        soon.fold(None, |best, (at, n)| match best {
+            Some((_, most)) if most >= *n => best,
+            _ => Some((*at, *n)),
+        })
     }
 
     /// When the earliest timer fires.
@@ -140,21 +148,25 @@ mod tests {
     }
 
     #[test]
-    fn the_next_herd_counts_the_keys_due_at_the_next_instant_only() {
+    fn the_largest_herd_ahead_counts_the_keys_at_its_instant() {
         let mut timers = Timers::default();
-        assert_eq!(timers.next_herd(), None);
+        assert_eq!(timers.largest_herd(t(0), t(200)), None);
         for key in ["a", "b", "c"] {
             timers.schedule(key, t(60));
         }
         timers.schedule("d", t(120));
-        assert_eq!(timers.next_herd(), Some((t(60), 3)));
+        // Due now (a watch event) or sooner but alone: the herd at 60 s is still the one.
+        timers.schedule("now", t(0));
+        timers.schedule("retry", t(59));
+        assert_eq!(timers.largest_herd(t(0), t(200)), Some((t(60), 3)));
+        assert_eq!(timers.largest_herd(t(0), t(59)), Some((t(59), 1)), "only what is within reach");
         // Moved earlier, forgotten, popped: each leaves the count of the instant it had.
         timers.schedule("c", t(30));
-        assert_eq!(timers.next_herd(), Some((t(30), 1)));
+        assert_eq!(timers.largest_herd(t(0), t(200)), Some((t(60), 2)));
         timers.forget("c");
-        assert_eq!(timers.next_herd(), Some((t(60), 2)));
-        assert_eq!(timers.pop_due(t(60)).len(), 2);
-        assert_eq!(timers.next_herd(), Some((t(120), 1)));
+        assert_eq!(timers.largest_herd(t(0), t(200)), Some((t(60), 2)));
+        assert_eq!(timers.pop_due(t(60)).len(), 4);
+        assert_eq!(timers.largest_herd(t(60), t(200)), Some((t(120), 1)));
     }
 
     #[test]

@@ -29,7 +29,8 @@ struct Args {
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
-    /// adaptive client rate), cronshard-R-unlimited (no client-side rate limit), v1, v2,
+    /// adaptive client rate), cronshard-R-unreserved (no pause of lower-priority work before a
+    /// herd), cronshard-R-unlimited (no client-side rate limit), v1, v2,
     /// v2-tuned (simulator only), upstream, upstream-tuned (kube-controller-manager's CronJob
     /// controller; on the simulator on real time, the scenario's schedules moved to a real
     /// minute).
@@ -141,7 +142,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
             format!(
-                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
+                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unreserved, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
             )
         })?;
         let upstream = kube::upstream_flags(arm).is_some();
@@ -235,6 +236,12 @@ fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
             let replicas = arm.strip_prefix("cronshard-")?;
             let (replicas, kind, extra) = if let Some(r) = replicas.strip_suffix("-fixed") {
                 (r, "cronshard with a fixed client rate", vec!["--fixed-rate".to_owned()])
+            } else if let Some(r) = replicas.strip_suffix("-unreserved") {
+                (
+                    r,
+                    "cronshard that never holds lower-priority work back before a herd",
+                    vec!["--no-herd-reservation".to_owned()],
+                )
             } else if let Some(r) = replicas.strip_suffix("-unlimited") {
                 let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
                 (r, "cronshard without a client-side rate limit", unlimited)
