@@ -31,6 +31,8 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// enough that a slow one's backlog does not wait long for a herd it could not help.
 const MIN_LEAD: Duration = Duration::from_millis(50);
 const MAX_LEAD: Duration = Duration::from_secs(2);
+/// The lead is this many times the slowest recent write answer.
+const LEAD_MARGIN: f64 = 1.5;
 /// Status writes, labels, Events and cleanup hold at most this long of the rate in places
 /// (never fewer than [`MIN_LOW_PLACES`]); creates may take all of them. The server serves
 /// its queue in order, so a create that comes while a backlog is being written (a failed
@@ -71,6 +73,10 @@ struct State {
     /// The buckets' next herds: lower-priority work waits before them (unless off).
     reservations: Reservations,
     reserving: bool,
+    /// The pause under way, if any: until when.
+    holding: Option<Instant>,
+    /// The slowest write answer of the last adaptation that saw writes.
+    answer_time: Option<Duration>,
 }
 
 impl State {
@@ -110,15 +116,32 @@ impl State {
         self.has_token() && self.in_flight < self.places_for(priority) && !(held && priority != Priority::Create)
     }
 
-    /// Until when lower-priority work waits: a herd is due within the time the requests out
-    /// take to be answered at this rate.
-    fn held_until(&self, now: Instant) -> Option<Instant> {
+    /// How long before a herd lower-priority work stops: the time what is out takes to be
+    /// answered. That is about the slowest recent write answer (the server's queue ahead of
+    /// it), with a margin; before any was seen, every place's worth at the current rate. Not
+    /// the rate alone: while it grows above what the server admits, the server's queue, not
+    /// the rate, says how long the requests out wait there.
+    fn lead(&self) -> Duration {
+        let lead = match self.answer_time {
+            Some(slowest) => slowest.as_secs_f64() * LEAD_MARGIN,
+            None if self.qps > 0.0 => self.max_in_flight as f64 / self.qps,
+            None => 0.0,
+        };
+        Duration::from_secs_f64(lead.clamp(MIN_LEAD.as_secs_f64(), MAX_LEAD.as_secs_f64()))
+    }
+
+    /// Until when lower-priority work waits: a herd is due within the lead. Once begun, a
+    /// pause lasts until its end, even if the lead shrinks meanwhile (the answers get faster
+    /// as the server's queue drains, which is the pause working).
+    fn held_until(&mut self, now: Instant) -> Option<Instant> {
         if !self.reserving {
             return None;
         }
-        let lead = if self.qps > 0.0 { self.max_in_flight as f64 / self.qps } else { 0.0 };
-        let lead = Duration::from_secs_f64(lead.clamp(MIN_LEAD.as_secs_f64(), MAX_LEAD.as_secs_f64()));
-        self.reservations.hold_until(now, lead)
+        if let Some(until) = self.holding.filter(|until| *until > now) {
+            return Some(until);
+        }
+        self.holding = self.reservations.hold_until(now, self.lead());
+        self.holding
     }
 
     /// The most urgent waiter, if it may go now (one less urgent never overtakes it).
@@ -216,6 +239,8 @@ impl Limiter {
             max_in_flight: places.max(1),
             reservations: Reservations::default(),
             reserving: true,
+            holding: None,
+            answer_time: None,
         };
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
@@ -230,6 +255,9 @@ impl Limiter {
     /// Adapts the rate to what the server answered since the last call (see [`crate::aimd`]).
     pub fn adapt(&self, signals: Signals) -> Option<Cut> {
         let mut s = self.shared.lock();
+        if signals.writes > 0 {
+            s.answer_time = Some(Duration::from_millis(signals.slowest_write_ms));
+        }
         let demand = std::mem::take(&mut s.demand) || s.queues.iter().any(|q| !q.is_empty());
         let cut = s.aimd.observe(Instant::now(), signals, demand);
         s.apply();
@@ -238,13 +266,22 @@ impl Limiter {
 
     /// Whether lower-priority work waits before a herd (on by default).
     pub fn reserve_herds(&self, on: bool) {
-        self.shared.lock().reserving = on;
+        let mut s = self.shared.lock();
+        s.reserving = on;
+        s.holding = None;
+        drop(s);
         self.shared.returned.notify_one();
     }
 
     /// `bucket`'s next due instant and the syncs due then (`None`: nothing, or it stopped).
     pub fn reserve(&self, bucket: u32, next: Option<(Instant, usize)>) {
-        self.shared.lock().reservations.set(bucket, next);
+        let mut s = self.shared.lock();
+        s.reservations.set(bucket, next);
+        // A pause for a herd no bucket reports any more ends.
+        if s.reservations.hold_until(Instant::now(), MAX_LEAD).is_none() {
+            s.holding = None;
+        }
+        drop(s);
         // The pump may be waiting for a pause that no longer applies, or is now longer.
         self.shared.returned.notify_one();
     }
@@ -416,6 +453,31 @@ mod tests {
         assert!(!eleventh.is_finished(), "the create's place is not one of the ten");
         drop(held);
         eleventh.await.expect("a place came back");
+    }
+
+    /// The lead is the slowest recent write answer with a margin: at 400 ms, 0.6 s.
+    #[tokio::test(start_paused = true)]
+    async fn the_lead_follows_the_answer_times_and_a_pause_once_begun_lasts() {
+        use crate::reserve::{GRACE, HERD_SYNCS};
+        let limiter = Arc::new(Limiter::new(100.0, 10));
+        limiter.adapt(Signals { writes: 10, slowest_write_ms: 400, delivered: 10, ..Signals::default() });
+        let herd = Instant::now() + Duration::from_secs(2);
+        limiter.reserve(0, Some((herd, HERD_SYNCS)));
+        tokio::time::sleep_until(herd - Duration::from_millis(650)).await;
+        drop(limiter.acquire(Priority::Background).await);
+        assert_eq!(Instant::now(), herd - Duration::from_millis(650), "before the lead");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let waiting = {
+            let limiter = limiter.clone();
+            tokio::spawn(async move {
+                drop(limiter.acquire(Priority::Background).await);
+                Instant::now()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Faster answers now would give a 0.15 s lead: the pause begun goes on.
+        limiter.adapt(Signals { writes: 10, slowest_write_ms: 100, delivered: 10, ..Signals::default() });
+        assert_eq!(waiting.await.expect("background"), herd + GRACE);
     }
 
     #[tokio::test(start_paused = true)]
