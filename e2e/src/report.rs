@@ -26,6 +26,9 @@ pub struct ArmReport {
     pub analysis: Analysis,
     pub cpu_s: Vec<f64>,
     pub peak_rss_mb: Vec<f64>,
+    /// CPU seconds of the simulator serving the arm (it shares the machine's cores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_cpu_s: Option<f64>,
     /// With `--shadow`: `cronshard shadow`'s verdicts beside the audit log's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow: Option<crate::shadow::ShadowCheck>,
@@ -130,8 +133,8 @@ pub fn table(report: &Report) -> String {
         out,
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
-    crate::work::table(report.arms.iter().map(|a| (a.name.as_str(), &a.analysis.work)), &mut out);
-    shadow_lines(report, &mut out);
+    crate::work::table(report.arms.iter().map(|a| (a.name.as_str(), &a.analysis.work, a.sim_cpu_s)), &mut out);
+    crate::shadow::lines(report, &mut out);
     kube_lines(report, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
@@ -326,31 +329,6 @@ fn herd_row(
     Ok(())
 }
 
-/// With `--shadow`: a line per arm, shadow mode's counts beside the audit log's.
-fn shadow_lines(report: &Report, out: &mut String) {
-    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
-        let (s, x) = (&c.shadow, &c.audit);
-        let _ = writeln!(
-            out,
-            "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
-             p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
-            a.name,
-            s.created,
-            x.created,
-            s.missed,
-            x.missed,
-            s.duplicates,
-            x.duplicates,
-            s.skew_p50_s,
-            x.skew_p50_s,
-            s.skew_p99_s,
-            x.skew_p99_s,
-            c.reads,
-            c.writes
-        );
-    }
-}
-
 /// With `--target kube`: a line per arm, its herd against the measured bound and what the
 /// control plane's processes used.
 fn kube_lines(report: &Report, out: &mut String) {
@@ -422,6 +400,7 @@ mod tests {
             peak_rss_mb: vec![50.0],
             shadow: None,
             kube: None,
+            sim_cpu_s: None,
         }
     }
 

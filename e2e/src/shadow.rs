@@ -1,6 +1,8 @@
 //! `cronshard shadow` checked against the audit log: the same run judged twice, once by
 //! shadow mode from its watches and once by the harness from the simulator's audit log.
 
+use std::fmt::Write as _;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -66,6 +68,31 @@ pub fn check(analysis: &Analysis, report: &Value, records: &[Value]) -> ShadowCh
         },
         reads: by_shadow().filter(is_read).count(),
         writes: by_shadow().filter(|r| !is_read(r)).count(),
+    }
+}
+
+/// With `--shadow`: a line per arm, shadow mode's counts beside the audit log's.
+pub fn lines(report: &crate::report::Report, out: &mut String) {
+    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
+        let (s, x) = (&c.shadow, &c.audit);
+        let _ = writeln!(
+            out,
+            "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
+             p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
+            a.name,
+            s.created,
+            x.created,
+            s.missed,
+            x.missed,
+            s.duplicates,
+            x.duplicates,
+            s.skew_p50_s,
+            x.skew_p50_s,
+            s.skew_p99_s,
+            x.skew_p99_s,
+            c.reads,
+            c.writes
+        );
     }
 }
 

@@ -42,23 +42,25 @@ impl Work {
     }
 }
 
-/// The table of every arm's accepted writes, for the report's text.
-pub fn table<'a>(arms: impl Iterator<Item = (&'a str, &'a Work)>, out: &mut String) {
-    let arms: Vec<(&str, &Work)> = arms.collect();
-    let w = arms.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(13);
+/// The table of every arm's accepted writes, with the simulator's CPU seconds where known,
+/// for the report's text.
+pub fn table<'a>(arms: impl Iterator<Item = (&'a str, &'a Work, Option<f64>)>, out: &mut String) {
+    let arms: Vec<(&str, &Work, Option<f64>)> = arms.collect();
+    let w = arms.iter().map(|(name, ..)| name.len()).max().unwrap_or(0).max(13);
     let _ = writeln!(
         out,
-        "{:<w$} {:>11} {:>8} {:>13} {:>13} {:>11}",
-        "work done", "job creates", "events", "status writes", "label patches", "job deletes"
+        "{:<w$} {:>11} {:>8} {:>13} {:>13} {:>11} {:>10}",
+        "work done", "job creates", "events", "status writes", "label patches", "job deletes", "sim cpu s"
     );
-    for (name, x) in arms {
+    for (name, x, sim_cpu_s) in arms {
+        let sim = sim_cpu_s.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}"));
         let _ = writeln!(
             out,
-            "{name:<w$} {:>11} {:>8} {:>13} {:>13} {:>11}",
+            "{name:<w$} {:>11} {:>8} {:>13} {:>13} {:>11} {sim:>10}",
             x.job_creates, x.events, x.status_writes, x.label_patches, x.job_deletes
         );
     }
-    let _ = writeln!(out, "(writes the server accepted over the whole run, by kind)");
+    let _ = writeln!(out, "(writes the server accepted over the whole run, by kind; sim cpu s: the simulator's CPU)");
 }
 
 #[cfg(test)]
@@ -90,9 +92,12 @@ mod tests {
         let expected = Work { job_creates: 1, events: 2, status_writes: 2, label_patches: 2, job_deletes: 1 };
         assert_eq!(work, expected);
         let mut out = String::new();
-        table([("cronshard-2", &work)].into_iter(), &mut out);
-        let row = out.lines().nth(1).expect("a row per arm");
-        let numbers: Vec<&str> = row.split_whitespace().skip(1).collect();
-        assert_eq!(numbers, ["1", "2", "2", "2", "1"]);
+        table([("cronshard-2", &work, Some(12.34)), ("v2", &work, None)].into_iter(), &mut out);
+        let numbers = |row: usize| -> Vec<String> {
+            let line = out.lines().nth(row).expect("a row per arm");
+            line.split_whitespace().skip(1).map(str::to_owned).collect()
+        };
+        assert_eq!(numbers(1), ["1", "2", "2", "2", "1", "12.3"]);
+        assert_eq!(numbers(2), ["1", "2", "2", "2", "1", "-"]);
     }
 }

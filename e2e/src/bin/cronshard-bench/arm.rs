@@ -93,6 +93,7 @@ pub(crate) async fn run_arm(
         Some(w) => Some(w.finish(&analysis, &records).await?),
         None => None,
     };
+    let sim_cpu_s = sim.id().map(|pid| cronshard_e2e::usage(pid).0);
     sigterm(&sim);
     let _ = tokio::time::timeout(Duration::from_secs(30), sim.wait()).await;
     let round = |v: f64| (v * 100.0).round() / 100.0;
@@ -105,6 +106,7 @@ pub(crate) async fn run_arm(
         peak_rss_mb: totals.iter().map(|t| round(t.1)).collect(),
         shadow,
         kube: None,
+        sim_cpu_s: sim_cpu_s.map(round),
     })
 }
 

@@ -131,6 +131,7 @@ pub(crate) async fn run_arm(
         cpu_s,
         peak_rss_mb,
         shadow: None,
+        sim_cpu_s: None,
         kube: Some(KubeArm { bound_creates_per_s: round(bound.1), processes: control_plane.report() }),
     })
 }

@@ -229,6 +229,7 @@ fn report(
             peak_rss_mb: usage.iter().map(|u| round(u.1)).collect(),
             shadow: None,
             kube: None,
+            sim_cpu_s: None,
         }],
     }
 }
