@@ -10,8 +10,9 @@
 //! comes, and no token is handed out while every place is taken: so a create waits behind at
 //! most that many requests at the server, and everything else waits here, where priority
 //! holds. Before a herd, lower-priority work is held back ([`crate::reserve`]) so that the
-//! places are free when it comes. Requests that never come here (watches, the watchers' lists, Leases, which have
-//! their own priority level on a real server and are the replica's liveness) are not capped.
+//! places are free when it comes. Requests that never come here (watches, the watchers'
+//! lists, Leases, which have their own priority level on a real server and are the replica's
+//! liveness) are not capped.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -33,12 +34,14 @@ const MIN_LEAD: Duration = Duration::from_millis(50);
 const MAX_LEAD: Duration = Duration::from_secs(2);
 /// The lead is this many times the slowest recent write answer.
 const LEAD_MARGIN: f64 = 1.5;
-/// Status writes, labels, Events and cleanup hold at most this long of the rate in places
-/// (never fewer than [`MIN_LOW_PLACES`]); creates may take all of them. The server serves
-/// its queue in order, so a create that comes while a backlog is being written (a failed
-/// create's retry, a run due between herds) waits behind what that backlog has out: 0.1 s
-/// of it, not 64 requests (0.64 s at 100/s). Enough for the backlog's own pace while the
-/// server answers within 0.1 s; a slower server gets less of it, which is what it can take.
+/// Status writes, labels, Events and cleanup hold at most this long of the current rate in
+/// places (never fewer than [`MIN_LOW_PLACES`]); creates may take all of them. The server
+/// serves its queue in order, so a create that comes while a backlog is being written (a
+/// failed create's retry, a run due between herds) waits behind what that backlog has out:
+/// 0.1 s of it at the rate, not 64 requests (0.64 s at 100/s). Enough for the backlog's own
+/// pace while the server answers within 0.1 s. While the adaptive rate is above what the
+/// server admits, that is more than 0.1 s of the server's time: the reservation before a herd
+/// (which follows answer times, not the rate) covers the boundaries.
 const LOW_PRIORITY_QUEUE: Duration = Duration::from_millis(100);
 const MIN_LOW_PLACES: usize = 4;
 
