@@ -134,7 +134,7 @@ pub fn table(report: &Report) -> String {
         "(worst herd: drain s / lower bound s; '-' drain: some runs of that herd never came; peak/s: most Job creates in one second)"
     );
     crate::work::table(report.arms.iter().map(|a| (a.name.as_str(), &a.analysis.work, a.sim_cpu_s)), &mut out);
-    crate::shadow::lines(report, &mut out);
+    crate::shadow::lines(report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a.name.as_str(), c))), &mut out);
     kube_lines(report, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;

@@ -71,15 +71,16 @@ pub fn check(analysis: &Analysis, report: &Value, records: &[Value]) -> ShadowCh
     }
 }
 
-/// With `--shadow`: a line per arm, shadow mode's counts beside the audit log's.
-pub fn lines(report: &crate::report::Report, out: &mut String) {
-    for (a, c) in report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a, c))) {
+/// With `--shadow`: a line per arm (its name and check), shadow mode's counts beside the audit
+/// log's.
+pub fn lines<'a>(arms: impl Iterator<Item = (&'a str, &'a ShadowCheck)>, out: &mut String) {
+    for (name, c) in arms {
         let (s, x) = (&c.shadow, &c.audit);
         let _ = writeln!(
             out,
             "cronshard shadow beside {} (audit log in brackets): created {} ({}), missed {} ({}), duplicates {} ({}), \
              p50 {:.2} s ({:.2}), p99 {:.2} s ({:.2}); its requests: {} reads, {} writes",
-            a.name,
+            name,
             s.created,
             x.created,
             s.missed,

@@ -5,12 +5,15 @@
 //! and in every bucket no replica writes after another has claimed it. And a rolling restart
 //! as the chart's Deployment does it, which moves every bucket exactly once.
 
+#[path = "chaos_e2e/audit.rs"]
+mod audit;
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use audit::{bucket_writers, creates, takeover_seconds, takeovers, writes_outside_holder_intervals};
 use common::{Proc, http, spawn_logged, spawn_sim, terminate};
 use serde_json::{Value, json};
 
@@ -99,36 +102,6 @@ impl Cluster {
     }
 }
 
-fn seconds(record: &Value) -> f64 {
-    let t: jiff::Timestamp = record["time"].as_str().expect("time").parse().expect("timestamp");
-    t.as_millisecond() as f64 / 1000.0
-}
-
-/// How long after the fault (audit record `cut`) the last of `who`'s buckets was claimed
-/// again (by a peer, or by `who`'s restarted process: the dead or cut-off one writes nothing).
-fn takeover_seconds(audit: &[Value], cut: usize, who: &str) -> f64 {
-    let ok_write = |r: &Value| r["verb"] == "update" || r["verb"] == "create";
-    let ok = |r: &Value| r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
-    let fault = seconds(&audit[cut]);
-    let mut holder: HashMap<&str, &str> = HashMap::new();
-    for r in audit[..cut].iter().filter(|r| r["resource"] == "leases" && ok(r) && ok_write(r)) {
-        if let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) {
-            holder.insert(name, r["user"].as_str().unwrap_or_default());
-        }
-    }
-    let held: Vec<&str> = holder.iter().filter(|(_, u)| **u == who).map(|(n, _)| *n).collect();
-    assert!(!held.is_empty(), "{who} held buckets: {holder:?}");
-    held.iter()
-        .map(|lease| {
-            let taken = audit[cut..]
-                .iter()
-                .find(|r| r["name"] == *lease && ok(r) && ok_write(r))
-                .unwrap_or_else(|| panic!("{lease} of {who} taken over"));
-            seconds(taken) - fault
-        })
-        .fold(0.0, f64::max)
-}
-
 fn write_kubeconfig(path: &Path, url: &str, token: &str) {
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: u\n  user:\n    \
@@ -176,83 +149,6 @@ fn start(names: &[&str], cronjobs: usize, join_grace: &'static str, tag: &str) -
     }
     http("POST", &format!("{url}/sim/load"), Some(&seed));
     (sim, cluster)
-}
-
-/// Jobs created per name, from the audit log.
-fn creates(audit: &[Value]) -> HashMap<&str, usize> {
-    let mut creates: HashMap<&str, usize> = HashMap::new();
-    for r in audit.iter().filter(|r| r["verb"] == "create" && r["resource"] == "jobs" && r["code"] == 201) {
-        *creates.entry(r["name"].as_str().unwrap_or_default()).or_default() += 1;
-    }
-    creates
-}
-
-fn ok_write(r: &Value) -> bool {
-    r["code"].as_u64().is_some_and(|c| (200..300).contains(&c))
-        && matches!(r["verb"].as_str(), Some("create" | "update" | "patch" | "delete"))
-}
-
-/// Holder intervals from the audit log: a bucket is held by the holder its Lease was last
-/// written with (released: nobody). Every successful write to an object of a bucket must
-/// come from that bucket's holder at that moment, so no replica acts on a bucket outside its
-/// interval, and no two replicas' intervals overlap in writes. Returns how many writes were
-/// checked and the violations.
-fn writes_outside_holder_intervals(audit: &[Value]) -> (usize, Vec<String>) {
-    let mut holder: HashMap<String, String> = HashMap::new();
-    let (mut checked, mut violations) = (0, Vec::new());
-    for r in audit.iter().filter(|r| ok_write(r)) {
-        let user = r["user"].as_str().unwrap_or_default();
-        let name = r["name"].as_str().unwrap_or_default();
-        if r["resource"] == "leases" {
-            if let Some(b) = name.strip_prefix("cronshard-bucket-") {
-                holder.insert(b.to_owned(), r["holder"].as_str().unwrap_or_default().to_owned());
-            }
-            continue;
-        }
-        let Some(b) = r["bucket"].as_str() else { continue };
-        checked += 1;
-        if holder.get(b).map(String::as_str) != Some(user) {
-            violations.push(format!(
-                "seq {}: {user} wrote {} {name} in bucket {b} held by {:?}",
-                r["seq"],
-                r["resource"],
-                holder.get(b)
-            ));
-        }
-    }
-    (checked, violations)
-}
-
-/// Bucket Leases taken from a holder that did not release them (previous holder, new holder,
-/// audit seq), in log order.
-fn takeovers(audit: &[Value]) -> Vec<(String, String, u64)> {
-    let mut holder: HashMap<&str, String> = HashMap::new();
-    let mut taken = Vec::new();
-    for r in audit.iter().filter(|r| ok_write(r) && r["resource"] == "leases") {
-        let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) else { continue };
-        let now = r["holder"].as_str().unwrap_or_default().to_owned();
-        if let Some(before) = holder.insert(name, now.clone())
-            && !before.is_empty()
-            && !now.is_empty()
-            && before != now
-        {
-            taken.push((before, now, r["seq"].as_u64().unwrap_or_default()));
-        }
-    }
-    taken
-}
-
-/// Each bucket Lease's last successful writer.
-fn bucket_writers(audit: &[Value]) -> HashMap<String, String> {
-    let mut last = HashMap::new();
-    for r in audit {
-        let Some(name) = r["name"].as_str().filter(|n| n.starts_with("cronshard-bucket-")) else { continue };
-        let ok = r["code"].as_u64().is_some_and(|c| (200..300).contains(&c));
-        if r["resource"] == "leases" && ok && matches!(r["verb"].as_str(), Some("create" | "update")) {
-            last.insert(name.to_owned(), r["user"].as_str().unwrap_or_default().to_owned());
-        }
-    }
-    last
 }
 
 fn assert_no_violations(cluster: &Cluster, audit: &[Value], what: &str, violations: &[String]) {

@@ -15,7 +15,7 @@ use common::real::{
     replica, server_port, wait_until,
 };
 use common::{http, terminate};
-use cronshard_worker::limiter::Limiter;
+use cronshard_worker::api::limiter::Limiter;
 use cronshard_worker::{Clock, Context, Settings};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -82,7 +82,8 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
     let settings = Settings { identity: "real-labeller".into(), buckets: NonZeroU32::MIN, selector: None };
     let ctx =
         Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");
-    let labelled = cronshard_worker::labeller::label_orphan_jobs(&ctx, &|_| true, 5).await.expect("the pass completes");
+    let labelled =
+        cronshard_worker::watches::labeller::label_orphan_jobs(&ctx, &|_| true, 5).await.expect("the pass completes");
     assert_eq!(labelled, 12, "every Job labelled once");
     assert!(ctx.metrics.api.expired.get() >= 1, "the pass met at least one real 410");
     let all = jobs.list_metadata(&ListParams::default()).await.expect("list").items;

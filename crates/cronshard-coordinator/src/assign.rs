@@ -153,6 +153,8 @@ pub fn member_set_hash<S: AsRef<str>>(members: impl IntoIterator<Item = S>) -> u
 
 #[cfg(test)]
 mod tests {
+    //! Balance, stickiness and the bound, on chosen member sets.
+
     use super::*;
 
     fn names(n: usize) -> Vec<String> {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 
 /// The role label every cronshard Lease carries.
 pub use cronshard_types::keys::ROLE_LABEL;
@@ -47,10 +48,7 @@ impl LeaseInfo {
     /// `acquire_time` as microseconds since the epoch (`i64::MIN` when absent or unreadable),
     /// for ordering: RFC 3339 text with varying fractional digits does not sort as text.
     pub fn acquired_us(&self) -> i64 {
-        self.acquire_time
-            .as_deref()
-            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-            .map_or(i64::MIN, |t| t.as_microsecond())
+        self.acquire_time.as_deref().and_then(|t| t.parse::<Timestamp>().ok()).map_or(i64::MIN, |t| t.as_microsecond())
     }
 
     /// Reads a Lease; `None` for Leases that are not cronshard's.
@@ -86,10 +84,6 @@ pub fn bucket_name(bucket: u32) -> String {
     format!("{BUCKET_PREFIX}{bucket}")
 }
 
-fn now() -> MicroTime {
-    MicroTime(k8s_openapi::jiff::Timestamp::now())
-}
-
 fn meta(name: String, role: &str, buckets: u32, resource_version: Option<String>) -> ObjectMeta {
     ObjectMeta {
         name: Some(name),
@@ -101,7 +95,7 @@ fn meta(name: String, role: &str, buckets: u32, resource_version: Option<String>
 }
 
 /// A member Lease (new when `resource_version` is `None`) written by process `incarnation`,
-/// renewed now.
+/// renewed at `now` on the replica's wall clock (acquired then too, unless `acquired`).
 pub fn member_lease(
     identity: &str,
     incarnation: &str,
@@ -109,6 +103,7 @@ pub fn member_lease(
     duration_s: i32,
     acquired: Option<MicroTime>,
     resource_version: Option<String>,
+    now: Timestamp,
 ) -> Lease {
     let mut metadata = meta(member_name(identity), "member", buckets, resource_version);
     metadata.annotations.get_or_insert_default().insert(INCARNATION_ANNOTATION.to_owned(), incarnation.to_owned());
@@ -117,8 +112,8 @@ pub fn member_lease(
         spec: Some(LeaseSpec {
             holder_identity: Some(identity.to_owned()),
             lease_duration_seconds: Some(duration_s),
-            acquire_time: Some(acquired.unwrap_or_else(now)),
-            renew_time: Some(now()),
+            acquire_time: Some(acquired.unwrap_or(MicroTime(now))),
+            renew_time: Some(MicroTime(now)),
             ..LeaseSpec::default()
         }),
     }
@@ -129,7 +124,8 @@ pub fn config_lease(buckets: u32) -> Lease {
     Lease { metadata: meta(CONFIG_NAME.to_owned(), "config", buckets, None), spec: Some(LeaseSpec::default()) }
 }
 
-/// A bucket Lease held by `holder` (empty: released) after `transitions` hand-offs.
+/// A bucket Lease held by `holder` (empty: released) after `transitions` hand-offs, written
+/// at `now` on the replica's wall clock.
 pub fn bucket_lease(
     bucket: u32,
     holder: &str,
@@ -137,6 +133,7 @@ pub fn bucket_lease(
     duration_s: i32,
     transitions: i32,
     resource_version: Option<String>,
+    now: Timestamp,
 ) -> Lease {
     Lease {
         metadata: meta(bucket_name(bucket), "bucket", buckets, resource_version),
@@ -144,8 +141,8 @@ pub fn bucket_lease(
             holder_identity: Some(holder.to_owned()),
             lease_duration_seconds: Some(duration_s),
             lease_transitions: Some(transitions),
-            acquire_time: Some(now()),
-            renew_time: Some(now()),
+            acquire_time: Some(MicroTime(now)),
+            renew_time: Some(MicroTime(now)),
             ..LeaseSpec::default()
         }),
     }
@@ -154,7 +151,7 @@ pub fn bucket_lease(
 /// Claims bucket `bucket` for `holder` over the Lease as last seen (`current`): a create if
 /// there was none, else a PUT carrying its resourceVersion, so of two claimants working from
 /// the same copy exactly one wins and the other gets 409. The epoch (leaseTransitions) goes
-/// up by one with every claim.
+/// up by one with every claim. `now` is the replica's wall clock.
 pub async fn claim(
     api: &kube::Api<Lease>,
     bucket: u32,
@@ -162,10 +159,11 @@ pub async fn claim(
     buckets: u32,
     duration_s: i32,
     current: Option<&LeaseInfo>,
+    now: Timestamp,
 ) -> kube::Result<Lease> {
     let transitions = current.map_or(0, |c| c.transitions.saturating_add(1));
     let rv = current.map(|c| c.resource_version.clone());
-    let lease = bucket_lease(bucket, holder, buckets, duration_s, transitions, rv);
+    let lease = bucket_lease(bucket, holder, buckets, duration_s, transitions, rv, now);
     match current {
         None => api.create(&kube::api::PostParams::default(), &lease).await,
         Some(_) => api.replace(&bucket_name(bucket), &kube::api::PostParams::default(), &lease).await,
@@ -174,15 +172,18 @@ pub async fn claim(
 
 #[cfg(test)]
 mod tests {
+    //! Leases read back as written.
+
     use super::*;
 
     #[test]
     fn leases_round_trip() {
-        let info = LeaseInfo::from_lease(&bucket_lease(7, "r1", 64, 15, 3, Some("42".into()))).expect("ours");
+        let at = Timestamp::UNIX_EPOCH;
+        let info = LeaseInfo::from_lease(&bucket_lease(7, "r1", 64, 15, 3, Some("42".into()), at)).expect("ours");
         assert_eq!(info.role, Role::Bucket(7));
         assert_eq!(info.holder.as_deref(), Some("r1"));
         assert_eq!((info.transitions, info.bucket_count, info.resource_version.as_str()), (3, Some(64), "42"));
-        let info = LeaseInfo::from_lease(&member_lease("pod-a", "n1", 64, 15, None, None)).expect("ours");
+        let info = LeaseInfo::from_lease(&member_lease("pod-a", "n1", 64, 15, None, None, at)).expect("ours");
         assert_eq!(info.role, Role::Member("pod-a".into()));
         assert!(info.acquire_time.is_some());
         assert_eq!(info.incarnation.as_deref(), Some("n1"));
@@ -191,5 +192,15 @@ mod tests {
         let foreign =
             Lease { metadata: ObjectMeta { name: Some("kube-scheduler".into()), ..Default::default() }, spec: None };
         assert!(LeaseInfo::from_lease(&foreign).is_none());
+    }
+
+    #[test]
+    fn the_times_written_are_the_ones_passed_in() {
+        let at: Timestamp = "2030-01-02T03:04:05.678901Z".parse().expect("a timestamp");
+        let earlier = MicroTime(Timestamp::UNIX_EPOCH);
+        let spec = member_lease("pod-a", "n1", 64, 15, Some(earlier.clone()), None, at).spec.expect("spec");
+        assert_eq!((spec.acquire_time, spec.renew_time), (Some(earlier), Some(MicroTime(at))));
+        let spec = bucket_lease(7, "r1", 64, 15, 3, None, at).spec.expect("spec");
+        assert_eq!((spec.acquire_time, spec.renew_time), (Some(MicroTime(at)), Some(MicroTime(at))));
     }
 }

@@ -14,7 +14,7 @@ pub mod membership;
 pub mod metrics;
 pub mod status;
 
-pub use coordinator::{Buckets, Ownership, Settings, run};
+pub use coordinator::{Buckets, Ownership, Settings, WallClock, run};
 pub use error::{Error, Result};
 pub use membership::{Membership, Timing, View};
 pub use metrics::Metrics;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::assign::{Assignment, Holding, Member, member_set_hash};
+use crate::error::{Error, Result};
 use crate::lease::{CONFIG_NAME, LeaseInfo, Role};
 
 /// The shortest renew period: renewals are writes, and a few per second per replica is the most
@@ -49,33 +50,33 @@ impl Default for Timing {
 impl Timing {
     /// Sane bounds, and the ordering fencing depends on: renew period < renew deadline <
     /// lease duration.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> Result<()> {
         if self.renew_period < MIN_RENEW_PERIOD {
-            return Err(crate::Error::Settings(format!(
+            return Err(Error::Settings(format!(
                 "the renew period ({:?}) must be at least {MIN_RENEW_PERIOD:?}: each renewal is a write",
                 self.renew_period
             )));
         }
         if self.lease_duration > MAX_LEASE_DURATION {
-            return Err(crate::Error::Settings(format!(
+            return Err(Error::Settings(format!(
                 "the lease duration ({:?}) must be at most {MAX_LEASE_DURATION:?}: a dead replica's buckets wait that long",
                 self.lease_duration
             )));
         }
         if self.join_grace > MAX_LEASE_DURATION {
-            return Err(crate::Error::Settings(format!(
+            return Err(Error::Settings(format!(
                 "the join grace ({:?}) must be at most {MAX_LEASE_DURATION:?}",
                 self.join_grace
             )));
         }
         if self.renew_period >= self.renew_deadline {
-            return Err(crate::Error::Settings(format!(
+            return Err(Error::Settings(format!(
                 "the renew period ({:?}) must be shorter than the renew deadline ({:?})",
                 self.renew_period, self.renew_deadline
             )));
         }
         if self.renew_deadline >= self.lease_duration {
-            return Err(crate::Error::Settings(format!(
+            return Err(Error::Settings(format!(
                 "the renew deadline ({:?}) must be shorter than the lease duration ({:?}): a replica must stop \
                  acting before anyone may take over",
                 self.renew_deadline, self.lease_duration

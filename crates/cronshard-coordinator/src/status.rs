@@ -51,7 +51,7 @@ fn age(lease: &Lease, now: k8s_openapi::jiff::Timestamp) -> Option<f64> {
 }
 
 /// Reads every cronshard Lease in the namespace.
-pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::Result<Report> {
+pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::error::Result<Report> {
     let leases = api.list(&ListParams::default().labels(ROLE_LABEL)).await?;
     let now = k8s_openapi::jiff::Timestamp::now();
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
@@ -175,6 +175,8 @@ pub fn render(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! The bucket list in short.
+
     use super::*;
 
     #[test]

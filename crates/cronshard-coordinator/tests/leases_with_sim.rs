@@ -2,135 +2,20 @@
 //! one winner, a dead holder's buckets are taken only after its Lease expired, and a
 //! partitioned holder stops acting before anyone else may take over.
 
+mod harness;
+
 use std::collections::{BTreeMap, HashMap};
-use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cronshard_coordinator::lease::{LeaseInfo, bucket_name, claim};
-use cronshard_coordinator::{Buckets, Metrics, Ownership, Settings, Timing};
+use cronshard_coordinator::lease::{LeaseInfo, bucket_name, claim, member_name};
+use cronshard_coordinator::{Metrics, Ownership};
 use cronshard_sim::faults::PartitionMode;
-use cronshard_sim::{Config, SimState};
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 
-const TIMING: Timing = Timing {
-    renew_period: Duration::from_millis(200),
-    renew_deadline: Duration::from_millis(1000),
-    lease_duration: Duration::from_millis(1500),
-    join_grace: Duration::from_millis(300),
-    claim_jitter: Duration::from_millis(50),
-};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Did {
-    Start(u32, i32),
-    Stop(u32),
-    AbortAll,
-}
-
-/// Records what the coordinator asked of its workers, with when.
-#[derive(Clone, Debug, Default)]
-struct Log(Arc<Mutex<Vec<(Instant, String, Did)>>>);
-
-impl Log {
-    fn push(&self, who: &str, did: Did) {
-        self.0.lock().expect("log").push((Instant::now(), who.to_owned(), did));
-    }
-    fn entries(&self) -> Vec<(Instant, String, Did)> {
-        self.0.lock().expect("log").clone()
-    }
-}
-
-#[derive(Debug)]
-struct FakeBuckets {
-    who: String,
-    log: Log,
-}
-
-impl Buckets for FakeBuckets {
-    fn start(&mut self, bucket: u32, epoch: i32) {
-        self.log.push(&self.who, Did::Start(bucket, epoch));
-    }
-    fn stop(&mut self, bucket: u32) -> BoxFuture<'static, ()> {
-        self.log.push(&self.who, Did::Stop(bucket));
-        async {}.boxed()
-    }
-    fn abort_all(&mut self) {
-        self.log.push(&self.who, Did::AbortAll);
-    }
-}
-
-async fn serve(state: SimState) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(axum::serve(listener, cronshard_sim::app(state)).into_future());
-    format!("http://{addr}")
-}
-
-/// A client authenticated as `user` (the sim's partitions are per user).
-fn client(url: &str, user: &str) -> kube::Client {
-    let mut config = kube::Config::new(url.parse().expect("url"));
-    config.auth_info.token = Some(format!("token-{user}").into());
-    kube::Client::try_from(config).expect("client")
-}
-
-fn sim_with_users(users: &[&str]) -> SimState {
-    sim_with_latency(users, cronshard_sim::faults::Latency::default())
-}
-
-fn sim_with_latency(users: &[&str], latency: cronshard_sim::faults::Latency) -> SimState {
-    let mut config = Config { runner: None, latency, ..Config::default() };
-    for user in users {
-        config.tokens.insert(
-            format!("token-{user}"),
-            cronshard_sim::auth::User { name: (*user).to_owned(), groups: vec!["system:authenticated".into()] },
-        );
-    }
-    SimState::new(config)
-}
-
-struct Replica {
-    stop: tokio::sync::watch::Sender<bool>,
-    ownership: tokio::sync::watch::Receiver<Ownership>,
-    task: tokio::task::JoinHandle<cronshard_coordinator::Result<()>>,
-}
-
-fn replica(url: &str, who: &str, buckets: u32, log: &Log) -> Replica {
-    let settings = Settings {
-        identity: who.to_owned(),
-        namespace: "default".into(),
-        buckets: NonZeroU32::new(buckets).expect("buckets"),
-        timing: TIMING,
-    };
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let (owned, ownership) = tokio::sync::watch::channel(Ownership::default());
-    let fake = FakeBuckets { who: who.to_owned(), log: log.clone() };
-    let task =
-        tokio::spawn(cronshard_coordinator::run(client(url, who), settings, fake, Metrics::default(), owned, stopped));
-    Replica { stop, ownership, task }
-}
-
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn holders(sim: &SimState, buckets: u32) -> BTreeMap<u32, String> {
-    (0..buckets)
-        .filter_map(|b| {
-            let lease = sim.store().get(cronshard_sim::Resource::Leases, "default", &bucket_name(b))?;
-            Some((b, lease.value()["spec"]["holderIdentity"].as_str().unwrap_or_default().to_owned()))
-        })
-        .collect()
-}
+use self::harness::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_claimants_racing_for_one_bucket_one_wins() {
@@ -139,12 +24,13 @@ async fn two_claimants_racing_for_one_bucket_one_wins() {
     let (a, b): (Api<Lease>, Api<Lease>) =
         (Api::namespaced(client(&url, "a"), "default"), Api::namespaced(client(&url, "b"), "default"));
     // Both find no Lease and create one at once.
-    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, None), claim(&b, 0, "b", 1, 15, None));
+    let now = Timestamp::now();
+    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, None, now), claim(&b, 0, "b", 1, 15, None, now));
     assert_eq!(usize::from(ra.is_ok()) + usize::from(rb.is_ok()), 1, "exactly one create wins: {ra:?} {rb:?}");
     // Released, then both claim from the same copy: one PUT wins, the other gets 409.
     let current = a.get(&bucket_name(0)).await.expect("lease");
     let info = LeaseInfo::from_lease(&current).expect("ours");
-    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, Some(&info)), claim(&b, 0, "b", 1, 15, Some(&info)));
+    let (ra, rb) = tokio::join!(claim(&a, 0, "a", 1, 15, Some(&info), now), claim(&b, 0, "b", 1, 15, Some(&info), now));
     let codes: Vec<u16> = [&ra, &rb]
         .iter()
         .map(|r| match r {
@@ -206,7 +92,7 @@ async fn a_takeover_claims_the_dead_holders_buckets_together() {
     let url = serve(sim.clone()).await;
     let leases: Api<Lease> = Api::namespaced(client(&url, "a"), "default");
     for bucket in 0..16 {
-        claim(&leases, bucket, "a", 16, 15, None).await.expect("a holds it");
+        claim(&leases, bucket, "a", 16, 15, None, Timestamp::now()).await.expect("a holds it");
     }
     let log = Log::default();
     let b = replica(&url, "b", 16, &log);
@@ -332,12 +218,7 @@ async fn of_two_processes_with_one_identity_one_refuses_and_the_other_runs() {
 async fn a_missing_namespace_is_an_error_at_once() {
     let sim = sim_with_users(&["a"]);
     let url = serve(sim.clone()).await;
-    let settings = Settings {
-        identity: "a".into(),
-        namespace: "does-not-exist".into(),
-        buckets: NonZeroU32::new(4).expect("buckets"),
-        timing: TIMING,
-    };
+    let settings = settings("a", "does-not-exist", 4);
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let (owned, _ownership) = tokio::sync::watch::channel(Ownership::default());
     let fake = FakeBuckets { who: "a".into(), log: Log::default() };
@@ -414,12 +295,7 @@ fn stalling_replica(url: &str, who: &str, buckets: u32, log: &Log) -> Stalling {
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async move {
-            let settings = Settings {
-                identity: who.clone(),
-                namespace: "default".into(),
-                buckets: NonZeroU32::new(buckets).expect("buckets"),
-                timing: TIMING,
-            };
+            let settings = settings(&who, "default", buckets);
             let (owned, _ownership) = tokio::sync::watch::channel(Ownership::default());
             let fake = FakeBuckets { who: who.clone(), log };
             let run =
@@ -486,5 +362,34 @@ async fn a_stalled_replica_fences_first_and_takes_nothing_from_live_peers() {
     for r in [a, b] {
         let _ = r.stop.send(true);
         let _ = r.task.await;
+    }
+}
+
+/// Every time the coordinator writes into a Lease (claims, renewals, releases) comes from the
+/// wall clock in its settings, not the system's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_times_in_the_leases_come_from_the_replicas_wall_clock() {
+    let sim = sim_with_users(&["a"]);
+    let url = serve(sim.clone()).await;
+    let at: Timestamp = "2030-01-02T03:04:05.678901Z".parse().expect("a timestamp");
+    let mut on_its_clock = settings("a", "default", 2);
+    on_its_clock.wall_clock = Arc::new(move || at);
+    let a = replica_with(&url, on_its_clock, &Log::default());
+    wait_for("a owns both", || a.ownership.borrow().settled() && a.ownership.borrow().owned.len() == 2).await;
+    let times = |name: &str| {
+        let lease = sim.store().get(cronshard_sim::Resource::Leases, "default", name).expect("a Lease");
+        ["acquireTime", "renewTime"]
+            .map(|field| lease.value()["spec"][field].as_str().and_then(|t| t.parse::<Timestamp>().ok()))
+    };
+    let names = [member_name("a"), bucket_name(0), bucket_name(1)];
+    for name in &names {
+        assert_eq!(times(name), [Some(at); 2], "{name}");
+    }
+    // Released on the way out, on the same clock.
+    let _ = a.stop.send(true);
+    a.task.await.expect("joins").expect("runs");
+    assert!(holders(&sim, 2).values().all(String::is_empty), "{:?}", holders(&sim, 2));
+    for name in &names[1..] {
+        assert_eq!(times(name), [Some(at); 2], "{name}");
     }
 }

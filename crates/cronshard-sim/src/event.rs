@@ -1,12 +1,9 @@
 //! The one Event store, served through core `v1` and `events.k8s.io/v1` as kube-apiserver
 //! serves it: Events are kept in the core form, and converted for events.k8s.io as upstream's
-//! `pkg/apis/events/v1/conversion.go` converts; validation and field selectors work on the
-//! stored form, as upstream's work on its internal type.
+//! `pkg/apis/events/v1/conversion.go` converts; field selectors (and validation, in
+//! `validation.rs`) work on the stored form, as upstream's work on its internal type.
 
 use serde_json::{Map, Value, json};
-
-use crate::error::Cause;
-use crate::resource::qualified_name_problem;
 
 /// events.k8s.io/v1 names of the fields that core v1 names otherwise; the rest (`metadata`,
 /// `eventTime`, `series`, `reportingInstance`, `action`, `reason`, `related`, `type`) are the
@@ -135,91 +132,6 @@ pub fn field_label(core: bool, label: &str) -> Option<usize> {
         }
     };
     SELECTABLE.iter().position(|f| *f == stored)
-}
-
-/// kube-apiserver's Event validation, on the stored form: the legacy rules for every write,
-/// and on a create through events.k8s.io/v1 (`via_events`) the rules of the new API. Fields
-/// carry the internal type's names (`involvedObject`, `message`), as the real server reports
-/// them.
-pub fn validate(core: &Value, via_events: bool, creating: bool, causes: &mut Vec<Cause>) {
-    let text = |path: &str| core.pointer(path).and_then(Value::as_str).unwrap_or("");
-    let set = |field: &str| core.get(field).is_some_and(|v| !v.is_null());
-    let namespace = text("/metadata/namespace");
-    let involved_namespace = text("/involvedObject/namespace");
-    if !set("eventTime") {
-        let matches = if involved_namespace.is_empty() {
-            matches!(namespace, "" | "default")
-        } else {
-            namespace == involved_namespace
-        };
-        if !matches {
-            causes.push(Cause::invalid(
-                "involvedObject.namespace",
-                involved_namespace,
-                "does not match event.namespace",
-            ));
-        }
-    } else {
-        validate_reporting(core, via_events, causes);
-    }
-    if !(via_events && creating) {
-        return;
-    }
-    if let Some(series) = core.get("series").filter(|s| !s.is_null()) {
-        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
-            causes.push(Cause::invalid("series.count", "", "should be at least 2"));
-        }
-        if series.get("lastObservedTime").is_none_or(Value::is_null) {
-            causes.push(Cause::required("series.lastObservedTime"));
-        }
-    }
-    if !set("eventTime") {
-        causes.push(Cause::required("eventTime"));
-    }
-    let kind = text("/type");
-    if kind != "Normal" && kind != "Warning" {
-        causes.push(Cause::invalid("type", "", &format!("has invalid value: {kind}")));
-    }
-    for field in ["firstTimestamp", "lastTimestamp"] {
-        if set(field) {
-            causes.push(Cause::invalid(field, "", "needs to be unset"));
-        }
-    }
-    if core.get("count").and_then(Value::as_i64).is_some_and(|c| c != 0) {
-        causes.push(Cause::invalid("count", "", "needs to be unset"));
-    }
-    if !text("/source/component").is_empty() || !text("/source/host").is_empty() {
-        causes.push(Cause::invalid("source", "", "needs to be unset"));
-    }
-}
-
-/// The legacy rules for an Event with an `eventTime`: who reported it, and the lengths.
-fn validate_reporting(core: &Value, via_events: bool, causes: &mut Vec<Cause>) {
-    let text = |path: &str| core.pointer(path).and_then(Value::as_str).unwrap_or("");
-    let namespace = text("/metadata/namespace");
-    if text("/involvedObject/namespace").is_empty() && !matches!(namespace, "default" | "kube-system") {
-        causes.push(Cause::invalid("involvedObject.namespace", "", "does not match event.namespace"));
-    }
-    // Upstream names the field as the API it was written through calls it.
-    let controller_field = if via_events { "reportingController" } else { "reportingComponent" };
-    let controller = text("/reportingComponent");
-    if controller.is_empty() {
-        causes.push(Cause::required(controller_field));
-    }
-    if let Some(problem) = qualified_name_problem(controller) {
-        causes.push(Cause::invalid(controller_field, controller, &problem));
-    }
-    for (field, limit) in [("reportingInstance", 128), ("action", 128), ("reason", 128)] {
-        let value = text(&format!("/{field}"));
-        if value.is_empty() {
-            causes.push(Cause::required(field));
-        } else if value.len() > limit {
-            causes.push(Cause::invalid(field, "", &format!("can have at most {limit} characters")));
-        }
-    }
-    if text("/message").len() > 1024 {
-        causes.push(Cause::invalid("message", "", "can have at most 1024 characters"));
-    }
 }
 
 #[cfg(test)]

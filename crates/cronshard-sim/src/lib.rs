@@ -22,6 +22,7 @@ pub mod resource;
 pub mod runner;
 pub mod selector;
 pub mod store;
+mod validation;
 
 use std::collections::HashMap;
 use std::sync::Arc;

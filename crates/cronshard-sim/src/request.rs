@@ -19,6 +19,16 @@ pub struct Target {
     pub subresource: Option<String>,
 }
 
+/// The target's namespace; `""` for a cluster-scoped path (or all namespaces).
+pub(crate) fn namespace_of(target: &Target) -> &str {
+    target.namespace.as_deref().unwrap_or("")
+}
+
+/// The target's name; `""` for a collection.
+pub(crate) fn name_of(target: &Target) -> &str {
+    target.name.as_deref().unwrap_or("")
+}
+
 /// Parses `/api/v1/...` and `/apis/<group>/<version>/...` resource paths. `None` when the
 /// path is not a resource path (discovery and everything else).
 pub fn parse_path(path: &str) -> Option<Result<Target>> {

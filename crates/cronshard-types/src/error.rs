@@ -1,9 +1,9 @@
 //! The one error type of cronshard-types.
 
-use crate::schedule::Field;
+use crate::schedule::field::Field;
 
 /// Everything that can be wrong with a schedule, a time zone or a question asked of them.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, strum::IntoStaticStr)]
 pub enum Error {
     #[error("empty spec string")]
     EmptySchedule,
@@ -45,24 +45,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// The variant as a metric or log label.
+    /// The variant as a metric or log label: its name.
     pub fn metric_label(&self) -> &'static str {
-        match self {
-            Error::EmptySchedule => "EmptySchedule",
-            Error::FieldCount { .. } => "FieldCount",
-            Error::Field { .. } => "Field",
-            Error::UnknownDescriptor(_) => "UnknownDescriptor",
-            Error::EveryDuration { .. } => "EveryDuration",
-            Error::MissingFieldsAfterZone { .. } => "MissingFieldsAfterZone",
-            Error::BadScheduleLocation { .. } => "BadScheduleLocation",
-            Error::UnknownTimeZone { .. } => "UnknownTimeZone",
-            Error::NegativeStartingDeadline(_) => "NegativeStartingDeadline",
-            Error::NoFireTime { .. } => "NoFireTime",
-            Error::SpreadUnparsable { .. } => "SpreadUnparsable",
-            Error::SpreadNegative { .. } => "SpreadNegative",
-            Error::SpreadOnEvery { .. } => "SpreadOnEvery",
-            Error::SpreadTooLong { .. } => "SpreadTooLong",
-        }
+        self.into()
     }
 }
 

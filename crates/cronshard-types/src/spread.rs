@@ -5,8 +5,9 @@ use std::hash::Hasher;
 
 use jiff::Timestamp;
 
+use crate::cronjob::CronJobSchedule;
+use crate::error::{Error, Result};
 use crate::schedule::Kind;
-use crate::{CronJobSchedule, Error, Result};
 
 /// The annotation that asks for a spread, on a CronJob: a duration such as `"5m"` or `"90s"`;
 /// `"0"` turns it off.

@@ -38,7 +38,7 @@ pub struct ApiCounters {
     /// 429 Too Many Requests: the server's flow control pushed back.
     pub throttled: Counter,
     /// What the adaptive rate reads (not exported).
-    pub congestion: crate::aimd::Congestion,
+    pub congestion: crate::api::adaptive::Congestion,
 }
 
 impl ApiCounters {
@@ -58,7 +58,9 @@ impl ApiCounters {
     }
 }
 
-/// Every metric the worker exports.
+/// Every metric the worker exports. It keeps a registry of its own (for [`Metrics::encode`]
+/// in tests and tools); a replica registers them with the coordinator's into the registry
+/// it serves on `/metrics` ([`Metrics::register`]).
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
@@ -70,7 +72,7 @@ pub struct Metrics {
     pub duplicates_avoided: Counter,
     pub missed: Family<ReasonLabels, Counter>,
     pub invalid: Family<ReasonLabels, Counter>,
-    /// Failed syncs by [`crate::SyncError::metric_label`].
+    /// Failed syncs by [`cronshard_sync::SyncError::metric_label`].
     pub sync_errors: Family<ReasonLabels, Counter>,
     pub api: ApiCounters,
     pub buckets_owned: Gauge,
@@ -78,7 +80,7 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     /// The client rate now (requests per second; 0 = unlimited).
     pub client_rate: Gauge<f64, std::sync::atomic::AtomicU64>,
-    /// Cuts of the adaptive rate, by [`crate::aimd::Cut::metric_label`].
+    /// Cuts of the adaptive rate, by [`crate::api::adaptive::Cut::metric_label`].
     pub rate_cuts: Family<ReasonLabels, Counter>,
     /// Runs started with a spread offset.
     pub spread_runs: Counter,
@@ -90,15 +92,9 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::default();
         let upstream_skew = Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
         let skew = Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
-        registry.register(
-            "cronjob_controller_job_creation_skew_duration_seconds",
-            "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
-            upstream_skew.clone(),
-        );
-        let m = Metrics {
+        let mut m = Metrics {
             upstream_skew,
             skew,
             fires: Counter::default(),
@@ -115,19 +111,25 @@ impl Default for Metrics {
             spread_runs: Counter::default(),
             spread_ignored: Family::default(),
             undecodable: Family::default(),
-            registry,
+            registry: Registry::default(),
         };
-        let mut m = m;
         m.every_reason_at_zero();
-        m.register_own();
+        let mut own = Registry::default();
+        m.register(&mut own);
+        m.registry = own;
         m
     }
 }
 
 impl Metrics {
-    /// Registers the worker's own metrics (the upstream histogram is registered at creation).
-    fn register_own(&mut self) {
-        let r = &mut self.registry;
+    /// Registers every metric of the worker in `r` (they are shared, not copied: both
+    /// registries see every change).
+    pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "cronjob_controller_job_creation_skew_duration_seconds",
+            "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+            self.upstream_skew.clone(),
+        );
         r.register(
             "cronshard_job_creation_skew_seconds",
             "Job creationTimestamp minus scheduled time",
@@ -200,26 +202,21 @@ impl Metrics {
     /// Every known reason from the start, at 0: `increase()` cannot see a series' first
     /// sample, so a counter born at 1 would hide the first missed run from alerts.
     fn every_reason_at_zero(&self) {
-        for reason in crate::sync::MissReason::ALL {
+        for reason in cronshard_sync::MissReason::ALL {
             drop(self.missed.get_or_create(&ReasonLabels { reason: reason.label().to_owned() }));
         }
-        for reason in ["UnknownTimeZone", "UnparseableSchedule", "InvalidSchedule"] {
-            drop(self.invalid.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        for reason in cronshard_sync::Invalid::ALL {
+            drop(self.invalid.get_or_create(&ReasonLabels { reason: reason.label().to_owned() }));
         }
-        for reason in crate::SyncError::LABELS {
-            drop(self.sync_errors.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        for reason in cronshard_sync::SyncError::labels() {
+            drop(self.sync_errors.get_or_create(&ReasonLabels { reason: (*reason).to_owned() }));
         }
         for reason in cronshard_types::spread::IGNORED_REASONS {
             drop(self.spread_ignored.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
         }
-        for reason in crate::aimd::Cut::LABELS {
-            drop(self.rate_cuts.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        for reason in crate::api::adaptive::Cut::LABELS {
+            drop(self.rate_cuts.get_or_create(&ReasonLabels { reason: (*reason).to_owned() }));
         }
-    }
-
-    /// For other components (the coordinator) to register theirs, before the Context is built.
-    pub fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
     }
 
     pub fn encode(&self) -> String {

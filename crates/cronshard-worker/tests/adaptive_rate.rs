@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cronshard_worker::aimd::{Congestion, RateBudget};
-use cronshard_worker::limiter::{Limiter, Priority};
+use cronshard_worker::api::adaptive::{Congestion, RateBudget};
+use cronshard_worker::api::limiter::{Limiter, Priority};
 use tokio::time::Instant;
 
 /// The server's queue: the next free admission slot.

@@ -4,8 +4,8 @@
 
 use std::io::Write;
 
-use cronshard_worker::ChildJob;
-use cronshard_worker::cached::CachedCronJob;
+use cronshard_sync::ChildJob;
+use cronshard_worker::objects::cached::CachedCronJob;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use serde_json::{Value, json};
 
@@ -76,7 +76,8 @@ fn the_cache_holds_a_fraction_of_the_decoded_objects() {
     let cronjob_decoded = bytes_per_object(decode_cronjob);
     let cronjob_cached = bytes_per_object(|i| CachedCronJob::new(decode_cronjob(i)));
     let job_decoded = bytes_per_object(decode_job);
-    let job_projected = bytes_per_object(|i| -> ChildJob { cronshard_worker::convert::child_job(&decode_job(i)) });
+    let job_projected =
+        bytes_per_object(|i| -> ChildJob { cronshard_worker::objects::convert::child_job(&decode_job(i)) });
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "heap bytes per object (dhat), {OBJECTS} objects:");
     let _ = writeln!(out, "  CronJob decoded {cronjob_decoded:>6}   cached as JSON  {cronjob_cached:>6}");

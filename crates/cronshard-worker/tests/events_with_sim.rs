@@ -5,7 +5,8 @@ mod common;
 
 use common::{objects, serve, wait_for};
 use cronshard_sim::{Config, Resource, SimState};
-use cronshard_worker::{Clock, Event, EventType};
+use cronshard_sync::{Event, EventType};
+use cronshard_worker::Clock;
 use k8s_openapi::api::core::v1::ObjectReference;
 
 fn reference(name: &str, uid: &str) -> ObjectReference {

@@ -35,7 +35,7 @@ async fn bucket_before_boundary(
     let bucket = cronshard_worker::bucket::run(ctx.clone(), 0, 0, stopped.clone(), ready.clone());
     // Buckets are ready once the Namespaces' spread defaults are listed too.
     let (_owned, owned) = tokio::sync::watch::channel([0].into());
-    let replica = cronshard_worker::run_replica_watches(ctx.clone(), owned, stopped);
+    let replica = cronshard_worker::watches::run_replica_watches(ctx.clone(), owned, stopped);
     let both = tokio::spawn(async move {
         futures::join!(bucket, replica);
     });

@@ -200,16 +200,16 @@ async fn a_due_create_never_waits_for_history_cleanup() {
         buckets: std::num::NonZeroU32::MIN,
         selector: None,
     };
-    let limiter = cronshard_worker::limiter::Limiter::new(20.0, 1);
+    let limiter = cronshard_worker::api::limiter::Limiter::new(20.0, 1);
     let ctx =
         cronshard_worker::Context::new(config, limiter, settings, clock.clone(), Default::default()).expect("context");
     // 2,000 background calls ahead of the cleanup: 100 s of the budget.
     let flood: Vec<_> = (0..2000)
         .map(|_| {
             let ctx = ctx.clone();
-            tokio::spawn(
-                async move { drop(ctx.limiter.acquire(cronshard_worker::limiter::Priority::Background).await) },
-            )
+            tokio::spawn(async move {
+                drop(ctx.limiter.acquire(cronshard_worker::api::limiter::Priority::Background).await)
+            })
         })
         .collect();
     let (stop, worker) = common::start(ctx);
@@ -300,7 +300,7 @@ async fn the_job_labelling_pass_starts_over_after_a_410_mid_list() {
 
     let pass = tokio::spawn({
         let ctx = ctx.clone();
-        async move { cronshard_worker::labeller::label_orphan_jobs(&ctx, &|_| true, 10).await }
+        async move { cronshard_worker::watches::labeller::label_orphan_jobs(&ctx, &|_| true, 10).await }
     });
     wait_for("the first labels", || sim.0.audit.since(0).iter().any(|r| r.verb == "patch")).await;
     sim.store().compact_now();

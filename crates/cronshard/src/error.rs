@@ -1,8 +1,8 @@
-//! The library's error type.
+//! The error type of the binary's plan and shadow mode.
 
-/// What the library's commands fail with; each message names the flag or file at fault.
+/// What `cronshard plan` and `cronshard shadow` fail with; each message names the flag or file at fault.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// The CronJobs file cannot be read or holds no CronJobs.
     #[error("{0}")]
     Input(String),
@@ -17,17 +17,5 @@ pub enum Error {
     Report(String),
 }
 
-impl Error {
-    /// The variant as a metric or log label.
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Input(_) => "Input",
-            Error::Setting(_) => "Setting",
-            Error::Chart(_) => "Chart",
-            Error::Report(_) => "Report",
-        }
-    }
-}
-
 /// `Result` with [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,8 +1,17 @@
 //! The `cronshard` binary: command-line entry point.
+//!
+//! The `*_cmd` modules parse each subcommand's flags; [`replica`] is one controller replica,
+//! [`plan`] the capacity plan and [`shadow`] shadow mode. What the project's other binaries
+//! share with this one is the `cronshard` library (`cli`, `plot`).
 
+mod cluster_cli;
+mod error;
+mod plan;
 mod plan_cmd;
+mod replica;
 mod run_cmd;
 mod schedule_cmd;
+mod shadow;
 mod shadow_cmd;
 mod status_cmd;
 

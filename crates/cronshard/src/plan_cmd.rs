@@ -1,4 +1,4 @@
-//! `cronshard plan`'s flags and output; the plan itself is [`cronshard::plan`].
+//! `cronshard plan`'s flags and output; the plan itself is [`crate::plan`].
 
 use anyhow::Context as _;
 use std::fmt::Write as _;
@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
-use cronshard::plan::{
+use crate::plan::{
     Settings, SpreadSettings, Window, compute, next_full_hour, parse_quantity, read_items, render_text, svg, to_json,
 };
+use clap::{Args, ValueEnum};
 use cronshard_types::Timestamp;
 use serde_json::Value;
 

@@ -1,26 +1,15 @@
 //! `cronshard run`: one controller replica. Replicas share the buckets through Leases
 //! (cronshard-coordinator); this process serves `/metrics`, `/healthz` and `/readyz`.
+//! The flags are parsed here; the replica itself is [`crate::replica`].
 
-use anyhow::{Context as _, anyhow, bail};
-use std::collections::BTreeSet;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use axum::http::header;
 use clap::Args;
-use cronshard::replica::{self, Health, Workers};
-use cronshard_coordinator::{Ownership, Settings as CoordinatorSettings, Timing};
-use cronshard_worker::aimd::RateBudget;
-use cronshard_worker::limiter::Limiter;
-use cronshard_worker::metrics::Metrics;
-use cronshard_worker::{BucketSet, Clock, Context, Settings};
-use tracing::Instrument;
+
+use crate::replica::{self, ReplicaSettings};
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -100,161 +89,30 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The hostname with a random suffix: hostNetwork pods and cloned machines share hostnames.
-fn default_identity() -> Option<String> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?.trim().to_ascii_lowercase();
-    let host: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).collect();
-    let host = host.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    if host.is_empty() {
-        return None;
-    }
-    Some(format!("{host}-{:05x}", rand::random::<u32>() & 0xfffff))
-}
-
-/// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config.
-pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
-    match kubeconfig {
-        Some(path) => {
-            let flag = || format!("--kubeconfig {}", path.display());
-            let kubeconfig = kube::config::Kubeconfig::read_from(path).with_context(flag)?;
-            Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.with_context(flag)?)
+impl RunArgs {
+    /// The flags' values as the replica's settings, unchecked.
+    fn settings(self) -> ReplicaSettings {
+        ReplicaSettings {
+            kubeconfig: self.kubeconfig,
+            identity: self.identity,
+            metrics_addr: self.metrics_addr,
+            selector: self.selector,
+            buckets: self.buckets,
+            namespace: self.namespace,
+            renew_period: self.renew_period,
+            renew_deadline: self.renew_deadline,
+            lease_duration: self.lease_duration,
+            join_grace: self.join_grace,
+            qps: self.qps,
+            burst: self.burst,
+            deployment_qps: self.deployment_qps,
+            adaptive_rate: !self.fixed_rate,
+            herd_reservation: !self.no_herd_reservation,
+            testing_clock_from: self.testing_clock_from,
         }
-        None => Ok(kube::Config::infer().await.context("no kubeconfig and no in-cluster config")?),
     }
-}
-
-async fn client_config(args: &RunArgs, identity: &str) -> anyhow::Result<kube::Config> {
-    let mut config = kube_config(args.kubeconfig.as_deref()).await?;
-    let agent = format!("cronshard/{} (replica {identity})", env!("CARGO_PKG_VERSION"));
-    config.headers.push((
-        header::USER_AGENT,
-        header::HeaderValue::from_str(&agent).map_err(|_| anyhow!("identity {identity:?} is not valid in a header"))?,
-    ));
-    Ok(config)
 }
 
 pub(crate) fn run(args: RunArgs) -> ExitCode {
-    cronshard::cli::block_on(serve(args), 2)
-}
-
-/// Checks the selector as the API server would, before any request.
-fn check_selector(selector: Option<&str>) -> anyhow::Result<()> {
-    let Some(selector) = selector else { return Ok(()) };
-    if selector.contains(cronshard_types::keys::BUCKET_LABEL) {
-        bail!("--selector must not use {}: cronshard owns that label", cronshard_types::keys::BUCKET_LABEL);
-    }
-    cronshard_types::selector::LabelSelector::parse(selector)
-        .with_context(|| format!("--selector {selector:?} is not a label selector"))?;
-    Ok(())
-}
-
-/// What a replica is made of before it starts: checked settings, its client and metrics.
-struct Replica {
-    identity: String,
-    coordination: CoordinatorSettings,
-    coordinator_metrics: cronshard_coordinator::Metrics,
-    ctx: Arc<Context>,
-}
-
-/// Checks every setting before any request, then builds the client and metrics.
-async fn build_replica(args: &RunArgs) -> anyhow::Result<Replica> {
-    let identity =
-        args.identity.clone().or_else(default_identity).context("no --identity, no POD_NAME and no hostname")?;
-    check_selector(args.selector.as_deref())?;
-    let buckets = NonZeroU32::new(args.buckets).context("--buckets must be at least 1")?;
-    let timing = Timing {
-        renew_period: args.renew_period,
-        renew_deadline: args.renew_deadline,
-        lease_duration: args.lease_duration,
-        join_grace: args.join_grace,
-        ..Timing::default()
-    };
-    timing.validate()?;
-    let config = client_config(args, &identity).await?;
-    let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let coordination = CoordinatorSettings { identity: identity.clone(), namespace, buckets, timing };
-    coordination.validate()?;
-    let clock = Clock::default();
-    if let Some(url) = &args.testing_clock_from {
-        tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
-        tokio::spawn(clock.clone().follow(url.clone()));
-    }
-    let settings = Settings { identity: identity.clone(), buckets, selector: args.selector.clone() };
-    let mut metrics = Metrics::default();
-    let coordinator_metrics = cronshard_coordinator::Metrics::default();
-    coordinator_metrics.register(metrics.registry_mut());
-    let limiter = Limiter::with_budget(RateBudget {
-        qps: args.qps,
-        burst: f64::from(args.burst),
-        deployment_qps: args.deployment_qps,
-        adaptive: !args.fixed_rate,
-    });
-    limiter.reserve_herds(!args.no_herd_reservation);
-    let ctx = Context::new(config, limiter, settings, clock, metrics)?;
-    Ok(Replica { identity, coordination, coordinator_metrics, ctx })
-}
-
-/// Binds `--metrics-addr` and prints the URL it got on stdout (port 0 picks a free port, so
-/// whoever started the process reads where to scrape).
-pub(crate) async fn bind_metrics(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpListener, SocketAddr)> {
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--metrics-addr {addr}"))?;
-    let bound = listener.local_addr()?;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "http://{bound}");
-    let _ = out.flush();
-    Ok((listener, bound))
-}
-
-async fn serve(args: RunArgs) -> anyhow::Result<()> {
-    let Replica { identity, coordination, coordinator_metrics, ctx } = build_replica(&args).await?;
-    let buckets = coordination.buckets;
-    let ready = Arc::new(AtomicUsize::new(0));
-    let (listener, addr) = bind_metrics(args.metrics_addr).await?;
-    tracing::info!(%identity, metrics = %addr, buckets, namespace = %coordination.namespace, server = %ctx.server, "cronshard running");
-    let (ownership_tx, ownership) = tokio::sync::watch::channel(Ownership::default());
-    let health = Health { ctx: ctx.clone(), ready: ready.clone(), ownership: ownership.clone() };
-    let app = replica::app(health);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let http = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    // The labellers follow the owned set (beside them, the Namespaces' spread defaults); the
-    // client rate follows this replica's share.
-    let (owned_tx, owned_rx) = tokio::sync::watch::channel(BTreeSet::new());
-    tokio::spawn(replica::follow_ownership(ownership.clone(), owned_tx, ctx.clone(), buckets.get()));
-    let replica_watches = tokio::spawn(cronshard_worker::run_replica_watches(ctx.clone(), owned_rx, stop_rx.clone()));
-    // No bucket write before the first renewal.
-    ctx.fence.close();
-    let workers = Workers(BucketSet::new(ctx.clone(), ready), ctx.fence.clone());
-    // The coordinator's lines name the server they failed to reach.
-    let coordinator_span = tracing::info_span!("coordinator", server = %ctx.server);
-    let mut coordinator = tokio::spawn(
-        cronshard_coordinator::run(
-            ctx.client.clone(),
-            coordination,
-            workers,
-            coordinator_metrics,
-            ownership_tx,
-            stop_rx,
-        )
-        .instrument(coordinator_span),
-    );
-    tokio::select! {
-        () = cronshard::cli::shutdown_signal() => {}
-        ended = &mut coordinator => {
-            http.abort();
-            return match ended {
-                Ok(Ok(())) => Err(anyhow!("the coordinator stopped")),
-                Ok(Err(e)) => Err(e.into()),
-                Err(e) => Err(anyhow!("the coordinator failed: {e}")),
-            };
-        }
-    }
-    tracing::info!("SIGTERM: handing every bucket back");
-    let _ = stop_tx.send(true);
-    // Buckets stop (in-flight syncs finish) and are released; the coordinator bounds the wait.
-    let _ = tokio::time::timeout(Duration::from_secs(30), coordinator).await;
-    replica_watches.abort();
-    http.abort();
-    Ok(())
+    cronshard::cli::block_on(replica::run(args.settings()), 2)
 }

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use cronshard::shadow::metrics::{Served, ShadowMetrics};
-use cronshard::shadow::{self, Options, Settings, Shard};
 use cronshard_types::Timestamp;
 use cronshard_worker::Clock;
+
+use crate::cluster_cli::{bind_metrics, follow_testing_clock, kube_config};
+use crate::shadow::metrics::{Served, ShadowMetrics};
+use crate::shadow::{self, Options, Settings, Shard};
 
 #[derive(Debug, Args)]
 pub(crate) struct ShadowArgs {
@@ -59,20 +61,19 @@ async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
         cronshard_types::selector::LabelSelector::parse(selector)
             .with_context(|| format!("--selector {selector:?} is not a label selector"))?;
     }
-    let mut config = crate::run_cmd::kube_config(args.kubeconfig.as_deref()).await?;
+    let mut config = kube_config(args.kubeconfig.as_deref()).await?;
     let agent = format!("cronshard/{} (shadow)", env!("CARGO_PKG_VERSION"));
     config.headers.push((axum::http::header::USER_AGENT, axum::http::HeaderValue::from_str(&agent)?));
     let client = kube::Client::try_from(config).context("building the client")?;
     let clock = Clock::default();
     if let Some(url) = &args.testing_clock_from {
-        tracing::warn!(%url, "following a simulator's clock: for tests and demos only");
-        tokio::spawn(clock.clone().follow(url.clone()));
+        follow_testing_clock(&clock, url)?;
         // Judging by the wrong clock would be wrong: wait for the first reading (none comes if
         // the simulator's offset is zero, hence the bound).
         let _ = tokio::time::timeout(Duration::from_secs(2), clock.changed()).await;
     }
     let served = Served { metrics: Arc::new(ShadowMetrics::default()), listed: Arc::new(AtomicBool::new(false)) };
-    let (listener, addr) = crate::run_cmd::bind_metrics(args.metrics_addr).await?;
+    let (listener, addr) = bind_metrics(args.metrics_addr).await?;
     let http = tokio::spawn(axum::serve(listener, shadow::metrics::app(served.clone())).into_future());
     let options = Options {
         settings: Settings {

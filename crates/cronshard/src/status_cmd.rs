@@ -10,6 +10,8 @@ use clap::{Args, ValueEnum};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
+use crate::cluster_cli::kube_config;
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Output {
     Text,
@@ -42,7 +44,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
 }
 
 async fn report(args: &StatusArgs) -> anyhow::Result<String> {
-    let config = crate::run_cmd::kube_config(args.kubeconfig.as_deref()).await?;
+    let config = kube_config(args.kubeconfig.as_deref()).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let client = kube::Client::try_from(config)?;
     let api: Api<Lease> = Api::namespaced(client, &namespace);

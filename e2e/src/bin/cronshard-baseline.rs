@@ -21,12 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use cronshard_sync::{Jobs, Outcome, history_deleted, sync};
 use cronshard_types::Timestamp;
-use cronshard_worker::aimd::RateBudget;
-use cronshard_worker::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
-use cronshard_worker::kube_jobs::KubeJobs;
-use cronshard_worker::limiter::{Limiter, Priority};
-use cronshard_worker::{Clock, Context, Jobs, Outcome, Settings, history_deleted, sync};
+use cronshard_worker::api::adaptive::RateBudget;
+use cronshard_worker::api::limiter::{Limiter, Priority};
+use cronshard_worker::bucket::KubeJobs;
+use cronshard_worker::objects::convert::{child_job, controller_uid, cronjob_state, key, status_to_k8s};
+use cronshard_worker::{Clock, Context, Settings};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -109,11 +110,11 @@ const MAX_QUEUED_EVENTS: usize = 1000;
 /// written by one task in the background through the same client budget, so that a sync
 /// never waits for its Events.
 #[derive(Clone)]
-struct Recorder(tokio::sync::mpsc::Sender<(ObjectReference, cronshard_worker::Event)>);
+struct Recorder(tokio::sync::mpsc::Sender<(ObjectReference, cronshard_sync::Event)>);
 
 impl Recorder {
     fn start(ctx: Arc<Context>) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<(ObjectReference, cronshard_worker::Event)>(MAX_QUEUED_EVENTS);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(ObjectReference, cronshard_sync::Event)>(MAX_QUEUED_EVENTS);
         tokio::spawn(async move {
             while let Some((reference, event)) = rx.recv().await {
                 let _place = ctx.limiter.acquire(Priority::Create).await;
@@ -123,7 +124,7 @@ impl Recorder {
         Recorder(tx)
     }
 
-    fn record(&self, reference: &ObjectReference, event: cronshard_worker::Event) {
+    fn record(&self, reference: &ObjectReference, event: cronshard_sync::Event) {
         if self.0.try_send((reference.clone(), event)).is_err() {
             tracing::debug!("event queue full: an Event is dropped, as upstream's recorder drops it");
         }
@@ -136,11 +137,11 @@ async fn sync_one(
     ctx: &Context,
     recorder: &Recorder,
     cj: &CronJob,
-    children: Vec<cronshard_worker::ChildJob>,
+    children: Vec<cronshard_sync::ChildJob>,
 ) -> Option<Timestamp> {
     let state = cronjob_state(cj)?;
     // Upstream knows no spread.
-    let cached = cronshard_worker::cached::CachedCronJob::new(cj.clone());
+    let cached = cronshard_worker::objects::cached::CachedCronJob::new(cj.clone());
     let mut io = KubeJobs::new(ctx, &cached, &state, 0, 0, None);
     let mut outcome: Outcome = sync(&state, &children, ctx.clock.now(), &mut io).await;
     for job in &outcome.history {
@@ -178,7 +179,7 @@ async fn v1(ctx: Arc<Context>, recorder: Recorder) {
 
 async fn sweep(ctx: &Context, recorder: &Recorder) -> Result<(), kube::Error> {
     let jobs_api: Api<Job> = Api::all(ctx.client.clone());
-    let mut owned: HashMap<String, Vec<cronshard_worker::ChildJob>> = HashMap::new();
+    let mut owned: HashMap<String, Vec<cronshard_sync::ChildJob>> = HashMap::new();
     let mut params = ListParams::default().limit(500);
     loop {
         let place = ctx.limiter.acquire(Priority::Create).await;

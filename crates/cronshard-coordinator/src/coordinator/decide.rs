@@ -1,5 +1,6 @@
 //! The coordinator's decisions as a plain state machine: time passed in, actions out. The
-//! loop in `mod.rs` feeds it Lease events and call results and executes what it returns.
+//! driver (`driver/`) feeds it Lease events and call results and executes what it returns;
+//! its state changes only through the methods here.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -7,8 +8,8 @@ use std::time::Duration;
 use rand::RngExt;
 use tokio::time::Instant;
 
-use crate::lease::LeaseInfo;
-use crate::membership::{BucketState, Membership, Timing};
+use crate::lease::{LeaseInfo, Role};
+use crate::membership::{BucketState, Membership, Timing, View};
 
 /// What the loop does next, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,17 +57,18 @@ pub(super) enum Sight {
 }
 
 /// Everything the coordinator decides from.
+#[derive(Debug)]
 pub(super) struct Decider {
-    pub(super) timing: Timing,
-    pub(super) index: Membership,
-    pub(super) held: BTreeMap<u32, Held>,
+    timing: Timing,
+    index: Membership,
+    held: BTreeMap<u32, Held>,
     /// Buckets being stopped and released in the background.
-    pub(super) releasing: BTreeSet<u32>,
+    releasing: BTreeSet<u32>,
     /// Jittered claim times of free buckets.
     claim_at: HashMap<u32, Instant>,
-    pub(super) standing: Standing,
-    pub(super) sight: Sight,
-    pub(super) next_renew: Instant,
+    standing: Standing,
+    sight: Sight,
+    next_renew: Instant,
 }
 
 impl Decider {
@@ -80,6 +82,93 @@ impl Decider {
             standing: Standing::Out,
             sight: Sight::Blind,
             next_renew: now,
+        }
+    }
+
+    /// The view is stale beyond repair (a missed renew deadline): true once, when the loop
+    /// must start a fresh list; blind from then until the new watch delivers.
+    pub(super) fn take_relist(&mut self) -> bool {
+        if self.sight != Sight::Relist {
+            return false;
+        }
+        self.sight = Sight::Blind;
+        true
+    }
+
+    /// The watch failed: changes may be missing until it delivers again.
+    pub(super) fn watch_failed(&mut self, now: Instant) {
+        self.sight = Sight::Blind;
+        self.index.restart_observation(now);
+    }
+
+    /// A full list of the Leases came in (after start or a re-list).
+    pub(super) fn listed(&mut self, leases: Vec<LeaseInfo>, now: Instant) {
+        self.index.reset(leases, now);
+        self.see_again(now);
+    }
+
+    /// The watch delivered a Lease added or changed (`None`: not one of cronshard's).
+    pub(super) fn applied(&mut self, lease: Option<LeaseInfo>, now: Instant) {
+        if let Some(info) = lease {
+            self.index.apply(info, now);
+        }
+        self.see_again(now);
+    }
+
+    /// The watch delivered a deleted Lease (`None`: not one of cronshard's).
+    pub(super) fn deleted(&mut self, role: Option<&Role>, now: Instant) {
+        if let Some(role) = role {
+            self.index.delete(role, now);
+        }
+        self.see_again(now);
+    }
+
+    /// The watch delivers again: liveness is judged from here on, a lease duration on.
+    fn see_again(&mut self, now: Instant) {
+        if self.sight == Sight::Blind {
+            self.index.restart_observation(now);
+            self.sight = Sight::Watching;
+        }
+    }
+
+    /// A Lease this process read or wrote itself, outside the watch (the bucket count of
+    /// record).
+    pub(super) fn observed(&mut self, lease: LeaseInfo, now: Instant) {
+        self.index.apply(lease, now);
+    }
+
+    /// The view as last judged.
+    pub(super) fn view(&self) -> View {
+        self.index.view()
+    }
+
+    /// The view, with liveness judged again at `now`.
+    pub(super) fn view_at(&mut self, now: Instant) -> View {
+        self.index.tick(now);
+        self.index.view()
+    }
+
+    /// The buckets whose work runs here (claimed, not being released).
+    pub(super) fn owned(&self) -> BTreeSet<u32> {
+        self.held.keys().copied().collect()
+    }
+
+    /// Renewed within the renew deadline, as of the last judgement.
+    pub(super) fn healthy(&self) -> bool {
+        matches!(self.standing, Standing::Renewed { .. })
+    }
+
+    /// Another process writes this identity's member Lease.
+    pub(super) fn is_duplicate(&self) -> bool {
+        self.standing == Standing::Duplicate
+    }
+
+    /// How long a renewal sent at `now` may take: what is left of the renew deadline of the
+    /// last successful one (the whole deadline when there is none).
+    pub(super) fn renew_window(&self, now: Instant) -> Duration {
+        match self.standing {
+            Standing::Renewed { at } => self.timing.renew_deadline.saturating_sub(now.duration_since(at)),
+            _ => self.timing.renew_deadline,
         }
     }
 
@@ -175,9 +264,11 @@ impl Decider {
         self.next_renew = now + self.timing.renew_period / 4;
     }
 
-    /// About to claim `b`: its jittered time is used up, whatever the answer.
-    pub(super) fn claiming(&mut self, b: u32) {
+    /// About to claim `b`: its jittered time is used up, whatever the answer. Returns its
+    /// Lease as last seen, which the claim must supersede.
+    pub(super) fn claiming(&mut self, b: u32) -> Option<LeaseInfo> {
         self.claim_at.remove(&b);
+        self.index.bucket_lease(b).cloned()
     }
 
     /// `b` was claimed; the answer came at `now`.
@@ -195,10 +286,23 @@ impl Decider {
         Some(held)
     }
 
+    /// `b`'s handover finished (its work stopped, its Lease released or given up).
+    pub(super) fn released(&mut self, b: u32) {
+        self.releasing.remove(&b);
+    }
+
+    /// All bucket work was stopped at once.
     pub(super) fn fenced(&mut self) {
         self.held.clear();
         self.releasing.clear();
         self.claim_at.clear();
+    }
+
+    /// Another process writes this identity's member Lease: this one stays out for good,
+    /// and fences if it works on anything.
+    pub(super) fn duplicate(&mut self) -> Option<Action> {
+        self.standing = Standing::Duplicate;
+        (!self.held.is_empty() || !self.releasing.is_empty()).then_some(Action::Fence)
     }
 }
 

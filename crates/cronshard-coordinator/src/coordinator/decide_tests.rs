@@ -35,16 +35,15 @@ fn member(id: &str, rv: u32) -> LeaseInfo {
 fn decider(timing: Timing) -> Decider {
     let now = Instant::now();
     let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
-    let mut index = Membership::new("me", BUCKETS, timing, now, wall);
-    index.apply(info(Role::Config, 1, None, None), now);
+    let index = Membership::new("me", BUCKETS, timing, now, wall);
     let mut d = Decider::new(timing, index, now);
-    d.sight = Sight::Watching;
+    // The watch delivers the record: from now on it is followed.
+    d.applied(Some(info(Role::Config, 1, None, None)), now);
     d
 }
 
 fn mine(d: &mut Decider) -> BTreeSet<u32> {
-    d.index.tick(Instant::now());
-    d.index.view().mine
+    d.view_at(Instant::now()).mine
 }
 
 fn held(b: u32) -> Held {
@@ -53,16 +52,17 @@ fn held(b: u32) -> Held {
 
 #[tokio::test(start_paused = true)]
 async fn renewal_comes_first_and_then_every_renew_period() {
-    let mut d = decider(timing(Duration::ZERO));
+    let t = timing(Duration::ZERO);
+    let mut d = decider(t);
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
     d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
-    advance(d.timing.renew_period - Duration::from_millis(1)).await;
+    advance(t.renew_period - Duration::from_millis(1)).await;
     assert!(d.member_actions(Instant::now()).is_empty());
     advance(Duration::from_millis(1)).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
     // A failed renewal is tried again within a quarter period, well before the deadline.
     d.renew_failed(Instant::now());
-    advance(d.timing.renew_period / 4).await;
+    advance(t.renew_period / 4).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
 }
 
@@ -92,37 +92,40 @@ async fn free_buckets_are_claimed_once_renewed_and_after_the_jitter() {
 async fn a_bucket_held_by_a_live_peer_is_left_alone() {
     let mut d = decider(timing(Duration::ZERO));
     d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
-    d.index.apply(member("peer", 3), Instant::now());
+    d.applied(Some(member("peer", 3)), Instant::now());
     let buckets = mine(&mut d);
     let ours = *buckets.first().expect("half of the buckets are mine");
-    d.index.apply(info(Role::Bucket(ours), 4, Some("peer"), None), Instant::now());
+    d.applied(Some(info(Role::Bucket(ours), 4, Some("peer"), None)), Instant::now());
     assert!(!d.bucket_actions(&buckets, Instant::now()).contains(&Action::Claim(ours)));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_missed_renew_deadline_fences_before_the_next_renewal() {
-    let mut d = decider(timing(Duration::ZERO));
+    let t = timing(Duration::ZERO);
+    let mut d = decider(t);
     d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
     d.claimed(0, held(0), None, Instant::now());
     d.claimed(1, held(1), None, Instant::now());
-    advance(d.timing.renew_deadline - Duration::from_millis(1)).await;
+    advance(t.renew_deadline - Duration::from_millis(1)).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew], "not yet");
-    d.next_renew = Instant::now() + d.timing.renew_period;
+    // That renewal fails: the next attempt is not due within the next millisecond.
+    d.renew_failed(Instant::now());
     advance(Duration::from_millis(1)).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Fence]);
     assert_eq!(d.standing, Standing::Out);
     assert_eq!(d.sight, Sight::Relist, "the view of the others is rebuilt from a fresh list");
     d.fenced();
-    assert!(d.held.is_empty());
+    assert!(d.owned().is_empty());
     // Judged once: the next pass does not fence again.
     assert!(d.check_deadline(Instant::now()).is_none());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_lapse_with_nothing_held_forgets_the_view_but_does_not_fence() {
-    let mut d = decider(timing(Duration::ZERO));
+    let t = timing(Duration::ZERO);
+    let mut d = decider(t);
     d.renewed(Instant::now(), Instant::now(), Some(member("me", 2)));
-    advance(d.timing.renew_deadline).await;
+    advance(t.renew_deadline).await;
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew]);
     assert_eq!(d.sight, Sight::Relist);
 }
@@ -134,7 +137,7 @@ async fn buckets_the_assignment_moves_away_are_released_and_not_reclaimed_meanwh
     for b in 0..BUCKETS {
         d.claimed(b, held(b), Some(info(Role::Bucket(b), 10 + b, Some("me"), None)), Instant::now());
     }
-    d.index.apply(member("peer", 3), Instant::now());
+    d.applied(Some(member("peer", 3)), Instant::now());
     let buckets = mine(&mut d);
     assert_eq!(buckets.len(), 2, "a settled peer takes half");
     let released: Vec<Action> = (0..BUCKETS).filter(|b| !buckets.contains(b)).map(Action::Release).collect();
@@ -150,8 +153,9 @@ async fn buckets_the_assignment_moves_away_are_released_and_not_reclaimed_meanwh
 #[tokio::test(start_paused = true)]
 async fn a_deleted_record_is_restored_with_the_renewal_and_a_duplicate_stays_out() {
     let mut d = decider(timing(Duration::ZERO));
-    d.index.delete(&Role::Config, Instant::now());
+    d.deleted(Some(&Role::Config), Instant::now());
     assert_eq!(d.member_actions(Instant::now()), [Action::Renew, Action::RestoreRecord]);
-    d.standing = Standing::Duplicate;
+    // Another process writes this identity's member Lease (nothing held: nothing to fence).
+    d.duplicate();
     assert!(d.member_actions(Instant::now()).is_empty());
 }

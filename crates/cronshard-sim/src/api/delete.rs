@@ -7,11 +7,11 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
+use super::outcome::Outcome;
 use super::read::selector_filter;
-use super::{Outcome, name_of, namespace_of};
 use crate::SimState;
 use crate::error::{ApiError, Cause, Result};
-use crate::request::{ListParams, Target};
+use crate::request::{ListParams, Target, name_of, namespace_of};
 use crate::resource::Resource;
 use crate::store::{Object, ReadAt};
 

@@ -2,14 +2,13 @@
 //! get, list, watch, create, update, patch, delete and deletecollection.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use axum::http::{HeaderMap, Method, Request, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::SimState;
@@ -21,42 +20,20 @@ use crate::faults::PartitionMode;
 use crate::metrics::{RequestLabels, ResourceLabels};
 use crate::request::{self, Target};
 use crate::resource::Resource;
-use crate::store::Object;
 
 mod delete;
+mod outcome;
 mod read;
 mod watch;
 mod write;
 
 use self::delete::{delete, delete_collection};
+use self::outcome::Outcome;
 use self::read::{get, list};
 use self::watch::watch;
 use self::write::{create, patch, update};
 
 const BUCKET_LABEL: &str = cronshard_types::keys::BUCKET_LABEL;
-
-/// What a handler produced, with what the audit log needs to know.
-pub(super) struct Outcome {
-    response: Response,
-    object: Option<Arc<Object>>,
-}
-
-impl Outcome {
-    pub(super) fn object(code: StatusCode, object: Arc<Object>, warnings: &[String]) -> Self {
-        let mut response = (code, [(header::CONTENT_TYPE, "application/json")], object.body.clone()).into_response();
-        for warning in warnings {
-            let text = format!("299 - {}", json!(warning));
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                response.headers_mut().append(header::WARNING, value);
-            }
-        }
-        Outcome { response, object: Some(object) }
-    }
-
-    pub(super) fn plain(response: Response) -> Self {
-        Outcome { response, object: None }
-    }
-}
 
 /// Entry point for every path that is not `/sim/...`.
 pub(crate) async fn handle(State(state): State<SimState>, request: Request<Body>) -> Response {
@@ -301,12 +278,4 @@ fn metrics(state: &SimState) -> impl IntoResponse {
     }
     shared.metrics.revision.set(shared.store.revision() as i64);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], shared.metrics.encode())
-}
-
-pub(super) fn namespace_of(target: &Target) -> &str {
-    target.namespace.as_deref().unwrap_or("")
-}
-
-pub(super) fn name_of(target: &Target) -> &str {
-    target.name.as_deref().unwrap_or("")
 }

@@ -7,10 +7,10 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 
-use super::{Outcome, name_of, namespace_of};
+use super::outcome::Outcome;
 use crate::SimState;
 use crate::error::{ApiError, Result};
-use crate::request::{ContinueToken, ListParams, Match, Target};
+use crate::request::{ContinueToken, ListParams, Match, Target, name_of, namespace_of};
 use crate::store::{Object, ReadAt};
 
 pub(super) fn get(state: &SimState, target: &Target) -> Result<Outcome> {

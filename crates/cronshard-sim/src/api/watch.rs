@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::Outcome;
+use super::outcome::Outcome;
 use super::read::selector_filter;
 use crate::SimState;
 use crate::error::Result;

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Outcome, name_of, namespace_of};
+use super::outcome::Outcome;
 use crate::SimState;
 use crate::error::{ApiError, Result};
 use crate::protobuf;
-use crate::request::Target;
+use crate::request::{Target, name_of, namespace_of};
 use crate::resource::Resource;
 
 /// `fieldValidation`: Strict, Warn (the default) or Ignore.

@@ -1,67 +1,18 @@
 //! Cron schedules exactly as Kubernetes reads them (robfig/cron v3 `ParseStandard`).
 
+pub(crate) mod field;
 mod go_duration;
-
-pub(crate) use go_duration::parse as parse_go_duration;
 mod next;
 mod parse;
 
-use std::fmt;
-
 use jiff::Timestamp;
 
-pub use parse::SpecFields;
+pub use self::field::Field;
+pub(crate) use self::go_duration::parse as parse_go_duration;
+pub use self::parse::{Kind, SpecFields};
 
 use crate::error::Result;
 use crate::zone::Zone;
-
-/// One of the five fields of a standard cron expression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Field {
-    Minute,
-    Hour,
-    DayOfMonth,
-    Month,
-    DayOfWeek,
-}
-
-impl Field {
-    /// The five fields in the order they are written.
-    pub const ALL: [Field; 5] = [Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
-
-    /// Smallest and largest value of the field.
-    pub const fn bounds(self) -> (u8, u8) {
-        match self {
-            Field::Minute => (0, 59),
-            Field::Hour => (0, 23),
-            Field::DayOfMonth => (1, 31),
-            Field::Month => (1, 12),
-            Field::DayOfWeek => (0, 6),
-        }
-    }
-}
-
-impl fmt::Display for Field {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Field::Minute => "minute",
-            Field::Hour => "hour",
-            Field::DayOfMonth => "day-of-month",
-            Field::Month => "month",
-            Field::DayOfWeek => "day-of-week",
-        })
-    }
-}
-
-/// What a parsed schedule fires on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Five fields, or a descriptor such as `@daily` that stands for five fields.
-    Spec(SpecFields),
-    /// `@every <duration>`: a fixed interval in whole seconds (at least one), counted from
-    /// the time asked about, not aligned to the clock.
-    Every { seconds: i64 },
-}
 
 /// A parsed schedule with the zone it is evaluated in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,7 +25,8 @@ impl Schedule {
     /// Parses like robfig/cron v3 `ParseStandard`. A `TZ=<zone> ` or `CRON_TZ=<zone> ` prefix
     /// overrides `default_zone`, which stands for robfig's `time.Local`.
     pub fn parse(expr: &str, default_zone: &Zone) -> Result<Self> {
-        parse::parse(expr, default_zone)
+        let (kind, zone) = parse::parse(expr, default_zone)?;
+        Ok(Schedule { kind, zone })
     }
 
     pub fn kind(&self) -> &Kind {

@@ -1,6 +1,7 @@
 //! The robfig/cron v3 `ParseStandard` grammar: five fields, names, steps, `?`, descriptors.
 
-use super::{Field, Kind, Schedule, go_duration};
+use super::field::Field;
+use super::go_duration;
 use crate::error::{Error, FieldError, Result};
 use crate::zone::Zone;
 
@@ -56,7 +57,18 @@ impl SpecFields {
     }
 }
 
-pub(super) fn parse(expr: &str, default_zone: &Zone) -> Result<Schedule> {
+/// What a parsed schedule fires on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Five fields, or a descriptor such as `@daily` that stands for five fields.
+    Spec(SpecFields),
+    /// `@every <duration>`: a fixed interval in whole seconds (at least one), counted from
+    /// the time asked about, not aligned to the clock.
+    Every { seconds: i64 },
+}
+
+/// The schedule `expr` stands for, and the zone it is read in.
+pub(super) fn parse(expr: &str, default_zone: &Zone) -> Result<(Kind, Zone)> {
     if expr.is_empty() {
         return Err(Error::EmptySchedule);
     }
@@ -88,10 +100,10 @@ pub(super) fn parse(expr: &str, default_zone: &Zone) -> Result<Schedule> {
     }
     let parse = |i: usize| parse_field(fields[i], Field::ALL[i]);
     let spec = SpecFields { minute: parse(0)?, hour: parse(1)?, dom: parse(2)?, month: parse(3)?, dow: parse(4)? };
-    Ok(Schedule { kind: Kind::Spec(spec), zone })
+    Ok((Kind::Spec(spec), zone))
 }
 
-fn parse_descriptor(spec: &str, zone: Zone) -> Result<Schedule> {
+fn parse_descriptor(spec: &str, zone: Zone) -> Result<(Kind, Zone)> {
     let all = |f: Field| {
         let (min, max) = f.bounds();
         bits(min, max, 1) | STAR
@@ -112,10 +124,10 @@ fn parse_descriptor(spec: &str, zone: Zone) -> Result<Schedule> {
             // robfig's Every: below one second becomes one second (negative ones too), and
             // the rest is truncated to whole seconds.
             let seconds = if nanos < 1_000_000_000 { 1 } else { nanos / 1_000_000_000 };
-            return Ok(Schedule { kind: Kind::Every { seconds }, zone });
+            return Ok((Kind::Every { seconds }, zone));
         }
     };
-    Ok(Schedule { kind: Kind::Spec(spec_fields), zone })
+    Ok((Kind::Spec(spec_fields), zone))
 }
 
 /// A comma-separated list of ranges. Empty list items are skipped, as Go's
@@ -221,6 +233,7 @@ fn parse_uint(text: &str) -> Result<u64, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::Schedule;
 
     fn spec(expr: &str) -> SpecFields {
         match Schedule::parse(expr, &Zone::utc()).expect("parses").kind {

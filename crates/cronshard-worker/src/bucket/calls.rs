@@ -8,14 +8,15 @@ use kube::api::{Api, PostParams};
 use tracing::Instrument;
 
 use super::index::Due;
-use crate::SyncError;
-use crate::cached::CachedCronJob;
+use super::jobs::KubeJobs;
+use crate::api::limiter::Priority;
+use crate::api::request::{REQUEST_TIMEOUT, sent_within};
 use crate::context::Context;
-use crate::convert::status_to_k8s;
-use crate::decoded::Undecodable;
-use crate::kube_jobs::{KubeJobs, REQUEST_TIMEOUT, sent_within};
-use crate::limiter::Priority;
-use crate::sync::{CronJobStatus, EventType, Outcome, sync_spread};
+use crate::objects::cached::CachedCronJob;
+use crate::objects::convert::status_to_k8s;
+use crate::objects::decoded::Undecodable;
+use cronshard_sync::SyncError;
+use cronshard_sync::{CronJobStatus, EventType, Outcome, sync_spread};
 
 /// An object the client cannot decode: counted, logged (throttled) and, for CronJobs, a
 /// Warning Event on it, so its owner learns why it does not run.
@@ -35,7 +36,7 @@ pub(super) fn report_undecodable(ctx: &Arc<Context>, kind: &'static str, bad: Un
         uid: bad.metadata.uid.clone(),
         ..Default::default()
     };
-    let event = crate::sync::Event {
+    let event = cronshard_sync::Event {
         kind: EventType::Warning,
         reason: "Undecodable",
         message: format!("cronshard cannot read this CronJob and does not run it: {}", bad.error),
@@ -83,7 +84,7 @@ pub(super) async fn write_status(ctx: &Context, cj: &CachedCronJob, status: &Cro
             let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), namespace);
             match Box::pin(sent_within(api.get_opt(name))).await {
                 Ok(fresh) => Ok(WriteResult::Conflict(fresh.map(Box::new))),
-                Err(e) => Err(SyncError::StatusReread(e.to_string())),
+                Err(e) => Err(SyncError::StatusReread { source: SyncError::cause(e) }),
             }
         }
     }
@@ -95,8 +96,7 @@ async fn replace_status(
     cj: &CachedCronJob,
     status: &CronJobStatus,
 ) -> Result<Option<Box<CronJob>>, SyncError> {
-    let mut updated =
-        cj.decode().map_err(|e| SyncError::StatusWrite(format!("the cached object does not decode: {e}")))?;
+    let mut updated = cj.decode().map_err(|e| SyncError::StatusWrite { source: SyncError::cause(e) })?;
     let namespace = updated.metadata.namespace.clone().unwrap_or_default();
     let name = updated.metadata.name.clone().unwrap_or_default();
     let api: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -104,6 +104,6 @@ async fn replace_status(
     match api.replace_status(&name, &PostParams::default(), &updated).await {
         Ok(fresh) => Ok(Some(Box::new(fresh))),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
-        Err(e) => Err(SyncError::StatusWrite(e.to_string())),
+        Err(e) => Err(SyncError::StatusWrite { source: SyncError::cause(e) }),
     }
 }

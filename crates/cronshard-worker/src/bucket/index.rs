@@ -1,6 +1,6 @@
 //! The bucket's cache: its CronJobs by key and by uid, its Jobs by uid and by controlling
 //! CronJob, and the runs already reported per CronJob. Fed by the watches, read by syncs.
-//! CronJobs are kept as JSON and Jobs as projections (see [`crate::cached`]).
+//! CronJobs are kept as JSON and Jobs as projections (see [`crate::objects::cached`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,12 +8,12 @@ use cronshard_types::Timestamp;
 use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use crate::cached::CachedCronJob;
-use crate::convert::{cronjob_state, key};
-use crate::sync::{ChildJob, CronJobState};
+use crate::objects::cached::CachedCronJob;
+use crate::objects::convert::{cronjob_state, key};
+use cronshard_sync::{ChildJob, CronJobState};
 
 /// One CronJob due for a sync, with everything the sync reads. The decoded object is not
-/// among it: a herd has thousands of these at once (see [`crate::cached`]).
+/// among it: a herd has thousands of these at once (see [`crate::objects::cached`]).
 pub(super) struct Due {
     pub(super) key: String,
     pub(super) cronjob: CachedCronJob,

@@ -22,7 +22,7 @@ fn job(name: &str, uid: &str, owner: &str) -> ChildJob {
             {"apiVersion": "batch/v1", "kind": "CronJob", "name": "x", "uid": owner, "controller": true}]},
     }))
     .expect("a valid object");
-    crate::convert::child_job(&job)
+    crate::objects::convert::child_job(&job)
 }
 
 fn child_names(index: &Index, k: &str) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::sync::CronJobStatus;
+use cronshard_sync::CronJobStatus;
 
 /// What the bucket has decided to write and where each write stands.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
+use crate::api::limiter::Priority;
 use crate::context::Context;
-use crate::limiter::Priority;
-use crate::sync::{Event, EventType};
+use cronshard_sync::{Event, EventType};
 
 use self::series::{Series, SeriesKey};
 
@@ -43,7 +43,7 @@ pub fn publish(ctx: Arc<Context>, reference: ObjectReference, events: Vec<Event>
             let _place = ctx.limiter.acquire(Priority::Background).await;
             // Boxed: tens of thousands of these tasks may wait for the budget after a herd,
             // and the request's future is many times the size of what waits.
-            if let Err(e) = Box::pin(crate::kube_jobs::sent_within(write(&ctx, &reference, event))).await {
+            if let Err(e) = Box::pin(crate::api::request::sent_within(write(&ctx, &reference, event))).await {
                 tracing::debug!(error = %e, "could not record an Event");
             }
         }
@@ -52,9 +52,10 @@ pub fn publish(ctx: Arc<Context>, reference: ObjectReference, events: Vec<Event>
 
 /// Writes `event` now: a new Event, or the next count of the series it repeats.
 pub async fn write(ctx: &Context, reference: &ObjectReference, event: Event) -> Result<(), kube::Error> {
-    let now = k8s_openapi::jiff::Timestamp::now();
-    let at = cronshard_types::Timestamp::new(now.as_second(), now.subsec_nanosecond())
-        .unwrap_or(cronshard_types::Timestamp::UNIX_EPOCH);
+    let at = ctx.clock.now();
+    // k8s-openapi's times are of its own jiff version.
+    let now = k8s_openapi::jiff::Timestamp::from_nanosecond(at.as_nanosecond())
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
     let key = SeriesKey {
         namespace: reference.namespace.clone().unwrap_or_default(),
         uid: reference.uid.clone().unwrap_or_default(),

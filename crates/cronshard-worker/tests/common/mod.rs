@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cronshard_sim::{Resource, SimState};
 use cronshard_types::Timestamp;
-use cronshard_worker::limiter::Limiter;
+use cronshard_worker::api::limiter::Limiter;
 use cronshard_worker::{Clock, Context, Settings};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
@@ -113,7 +113,7 @@ pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::tas
             .map(|b| tokio::spawn(cronshard_worker::bucket::run(ctx.clone(), b, 0, stopped.clone(), ready.clone())))
             .collect();
         let (_all, owned) = tokio::sync::watch::channel((0..buckets).collect());
-        tasks.push(tokio::spawn(cronshard_worker::run_replica_watches(ctx, owned, stopped)));
+        tasks.push(tokio::spawn(cronshard_worker::watches::run_replica_watches(ctx, owned, stopped)));
         for task in tasks {
             task.await.expect("worker task");
         }

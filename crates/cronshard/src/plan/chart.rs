@@ -5,10 +5,13 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
+use cronshard::plot::{
+    self, Area, DrawError, FONT, LegendEntry, Mark, TEXT, TITLE, number as fmt_num, text_style, text_width,
+};
+
 use super::model::Plan;
-use super::{fmt_num, utc, utc_second};
-use crate::Error;
-use crate::plot::{self, Area, DrawError, FONT, LegendEntry, Mark, TEXT, TITLE, text_style, text_width};
+use super::units::{utc, utc_second};
+use crate::error::{Error, Result};
 
 const SIZE: (u32, u32) = (1000, 560);
 const RUNS: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
@@ -22,7 +25,7 @@ const FLOOR: f64 = 0.5;
 const MOST_BARS: usize = 720;
 
 /// The chart as an SVG document.
-pub fn svg(plan: &Plan) -> crate::Result<String> {
+pub(crate) fn svg(plan: &Plan) -> Result<String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
@@ -184,9 +187,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plan::MIB;
     use crate::plan::model::compute;
     use crate::plan::testkit::{cronjob, settings, window};
+    use crate::plan::units::MIB;
 
     /// The text of every `<text>` element, trimmed; the SVG must be XML.
     fn texts(svg: &str) -> Vec<String> {

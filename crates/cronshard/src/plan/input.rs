@@ -7,7 +7,7 @@ use std::path::Path;
 use cronshard_types::Timestamp;
 use serde_json::Value;
 
-use crate::Error;
+use crate::error::{Error, Result};
 
 /// The fields of one item the plan reads.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +58,7 @@ pub(super) fn anchor(item: &Value) -> Option<i64> {
 }
 
 /// A Kubernetes quantity as bytes: `512Mi`, `1Gi`, `800M`, `1.5Gi`, `1e9`, `2048`.
-pub fn parse_quantity(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_quantity(text: &str) -> Result<u64, String> {
     let invalid = |why: &str| format!("invalid quantity {text:?}: {why} (for example 512Mi, 1Gi, 800M)");
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, suffix) = text.split_at(split);
@@ -94,7 +94,7 @@ pub fn parse_quantity(text: &str) -> Result<u64, String> {
 }
 
 /// Reads the file (`-` is stdin) and returns its CronJobs as JSON values.
-pub fn read_items(path: &Path) -> crate::Result<Vec<Value>> {
+pub(crate) fn read_items(path: &Path) -> Result<Vec<Value>> {
     if path == Path::new("-") {
         let mut bytes = Vec::new();
         std::io::stdin().lock().read_to_end(&mut bytes).map_err(|e| Error::Input(format!("stdin: {e}")))?;
@@ -107,7 +107,7 @@ pub fn read_items(path: &Path) -> crate::Result<Vec<Value>> {
 
 /// The items of a `List`, of a JSON array, or one CronJob. Items stay untyped: real clusters
 /// carry fields no schema here knows.
-fn items_of(name: &str, bytes: &[u8]) -> crate::Result<Vec<Value>> {
+fn items_of(name: &str, bytes: &[u8]) -> Result<Vec<Value>> {
     let no_items = || {
         Error::Input(format!(
             "{name}: no items: expected the output of `kubectl get cronjobs -A -o json` \
@@ -132,8 +132,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plan::MIB;
     use crate::plan::testkit::cronjob;
+    use crate::plan::units::MIB;
 
     #[test]
     fn quantities() {

@@ -8,7 +8,7 @@ use cronshard_types::{CronJobSchedule, Error};
 use serde_json::Value;
 
 use super::input::{anchor, item_name, read_spec};
-use super::model::Window;
+use super::settings::Window;
 
 /// A CronJob that will not run, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,14 +4,18 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::model::{MEMORY_BASE_BYTES, MEMORY_PER_CRONJOB_BYTES, MIN_REPLICAS, Plan, SHOWN, WRITES_PER_RUN};
-use super::{MIB, fmt_num, mib, tidy, utc, utc_second};
+use cronshard::plot::number as fmt_num;
+
+use super::model::{MIN_REPLICAS, Plan, SHOWN, WRITES_PER_RUN};
+use super::settings::{MEMORY_BASE_BYTES, MEMORY_PER_CRONJOB_BYTES};
+use super::spread_comparison::{Comparison, Drain};
+use super::units::{MIB, mib, tidy, utc, utc_second};
 
 /// The formula the plan states, in the text and the JSON.
 const FORMULA: &str = "needed_create_rate = 0.99 * H / T";
 
 /// The plan for a person.
-pub fn render_text(plan: &Plan) -> String {
+pub(crate) fn render_text(plan: &Plan) -> String {
     let (load, stats) = (&plan.load, &plan.stats);
     let mut out = String::new();
     let _ = writeln!(out, "Window: {} + {} h", utc(plan.window.start), plan.window.hours);
@@ -61,7 +65,7 @@ pub fn render_text(plan: &Plan) -> String {
 }
 
 /// The window without and with `--spread`.
-fn write_spread(out: &mut String, c: &super::spread::Comparison) {
+fn write_spread(out: &mut String, c: &Comparison) {
     let _ = writeln!(
         out,
         "Spread --spread {}: moves {} CronJobs ({} have their own cronshard.io/spread, {} selected have a schedule \
@@ -90,8 +94,8 @@ fn write_spread(out: &mut String, c: &super::spread::Comparison) {
     );
 }
 
-fn spread_json(c: &super::spread::Comparison) -> Value {
-    let drain = |d: &super::spread::Drain| json!({"peak_due_per_s": d.peak_due_per_s, "p99_skew_s": tidy(d.p99_skew_s), "max_skew_s": tidy(d.max_skew_s)});
+fn spread_json(c: &Comparison) -> Value {
+    let drain = |d: &Drain| json!({"peak_due_per_s": d.peak_due_per_s, "p99_skew_s": tidy(d.p99_skew_s), "max_skew_s": tidy(d.max_skew_s)});
     json!({
         "spread": c.text,
         "cronjobs_moved": c.spread_by_flag,
@@ -160,7 +164,7 @@ fn write_capacity(out: &mut String, plan: &Plan) {
 }
 
 /// The plan for a script: the same numbers as the text, tidied of float noise.
-pub fn to_json(plan: &Plan) -> Value {
+pub(crate) fn to_json(plan: &Plan) -> Value {
     let (load, stats, c) = (&plan.load, &plan.stats, &plan.capacity);
     let invalid: Vec<Value> = load.invalid.iter().map(|i| json!({"name": i.name, "reason": i.reason})).collect();
     let herds: Vec<Value> =
@@ -208,9 +212,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plan::MIB;
     use crate::plan::model::compute;
     use crate::plan::testkit::{cronjob, settings, window};
+    use crate::plan::units::MIB;
 
     #[test]
     fn text_and_json_show_the_plan() {

@@ -3,7 +3,7 @@
 use cronshard_types::Timestamp;
 use serde_json::{Value, json};
 
-use super::model::{Settings, Window};
+use super::settings::{Settings, Window};
 
 pub(crate) fn at(text: &str) -> Timestamp {
     text.parse().expect("timestamp")

@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use cronshard_coordinator::Ownership;
-use cronshard_worker::aimd::RateBudget;
-use cronshard_worker::limiter::Limiter;
+use cronshard_worker::api::adaptive::RateBudget;
+use cronshard_worker::api::limiter::Limiter;
 use cronshard_worker::{Clock, Context, Settings};
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use super::{Health, app, follow_ownership};
+use super::http::{Health, app};
+use super::ownership::follow_ownership;
 
 /// A context whose client points nowhere: nothing here sends a request.
 fn context(budget: RateBudget) -> Arc<Context> {
@@ -46,11 +47,10 @@ async fn get(health: &Health, path: &str) -> (StatusCode, String) {
 async fn readyz_says_why_a_replica_is_not_ready() {
     let (tx, rx) = watch::channel(Ownership::default());
     let ready = Arc::new(AtomicUsize::new(0));
-    let health = Health {
-        ctx: context(RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: true }),
-        ready: ready.clone(),
-        ownership: rx,
-    };
+    let ctx = context(RateBudget { qps: 0.0, burst: 1.0, deployment_qps: 0.0, adaptive: true });
+    let mut registry = prometheus_client::registry::Registry::default();
+    ctx.metrics.register(&mut registry);
+    let health = Health { ready: ready.clone(), ownership: rx, registry: Arc::new(registry) };
     assert_eq!(get(&health, "/healthz").await, (StatusCode::OK, "ok".to_owned()));
 
     let cases = [

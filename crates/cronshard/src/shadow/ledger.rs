@@ -4,110 +4,26 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use cronshard_types::{CronJobSchedule, Timestamp};
-use serde::Serialize;
+use cronshard_types::Timestamp;
 
 use super::tally::Tally;
+use super::verdict::{Judged, Verdict};
+use super::views::{CronJobView, JobView, spread_offset};
 
 /// What the ledger is told once.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// When shadow mode started: runs scheduled at or before it are not judged (their Jobs
     /// may be gone, cleaned up by history limits).
-    pub started: Timestamp,
+    pub(crate) started: Timestamp,
     /// Runs scheduled after this are not judged.
-    pub until: Option<Timestamp>,
+    pub(crate) until: Option<Timestamp>,
     /// A run created more than this after it was due is late.
-    pub late_after_s: f64,
+    pub(crate) late_after_s: f64,
     /// How long after a run's deadline its Job may still show up: the Job watch's delay.
-    pub grace_s: f64,
+    pub(crate) grace_s: f64,
     /// An instant with at least this many runs due is a herd.
-    pub herd_min_runs: usize,
-}
-
-/// A verdict on one run, or on one Job that is not the first of its run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Created within `late_after` of its due time.
-    OnTime,
-    /// Created, later than `late_after`.
-    Late,
-    /// No Job by the run's deadline (startingDeadlineSeconds, else the next run) plus grace.
-    Missed,
-    /// A second (third, …) Job for one scheduled time.
-    Duplicate,
-    /// A Job the semantics forbid: a time not in the schedule, a suspended CronJob, Forbid
-    /// with a run active, or a run started after its deadline.
-    Unexpected,
-    /// No Job, rightly: the CronJob was suspended, or Forbid with a run active.
-    Skipped,
-}
-
-impl Verdict {
-    pub const ALL: [Verdict; 6] =
-        [Verdict::OnTime, Verdict::Late, Verdict::Missed, Verdict::Duplicate, Verdict::Unexpected, Verdict::Skipped];
-
-    /// The metric label and report key.
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::OnTime => "on_time",
-            Verdict::Late => "late",
-            Verdict::Missed => "missed",
-            Verdict::Duplicate => "duplicate",
-            Verdict::Unexpected => "unexpected",
-            Verdict::Skipped => "skipped",
-        }
-    }
-}
-
-/// One verdict as it is reached, with the run's skew when a Job was created for it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Judged {
-    pub verdict: Verdict,
-    pub skew_s: Option<f64>,
-}
-
-/// A CronJob as shadow mode reads it.
-#[derive(Clone, Debug)]
-pub struct CronJobView {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    pub creation: Timestamp,
-    /// `None`: the schedule or time zone does not parse; its runs cannot be judged.
-    pub schedule: Option<CronJobSchedule>,
-    pub suspend: bool,
-    pub forbid: bool,
-    pub starting_deadline_s: Option<i64>,
-    /// The CronJob's own `cronshard.io/spread`, which wins over its Namespace's default.
-    pub own_spread: Option<String>,
-    /// The spread's offset (its own, else its Namespace's): the run at T is due at T + offset.
-    pub spread_offset_s: u64,
-    /// `status.lastScheduleTime`: where `@every` schedules count from.
-    pub last_schedule_time: Option<Timestamp>,
-}
-
-/// A Job owned by a CronJob, as shadow mode reads it.
-#[derive(Clone, Debug)]
-pub struct JobView {
-    pub owner_uid: String,
-    pub uid: String,
-    pub name: String,
-    /// `batch.kubernetes.io/cronjob-scheduled-timestamp`, when present and readable.
-    pub scheduled: Option<Timestamp>,
-    /// When it was created, unix seconds (see [`created_estimate`]).
-    pub created_s: f64,
-    /// When it finished (or was deleted), unix seconds.
-    pub ended_s: Option<f64>,
-}
-
-/// `metadata.creationTimestamp` has whole seconds: the create happened in `[cts, cts + 1)`,
-/// and before the watch delivered it. The midpoint of what is left is within 0.5 s of the
-/// true time, and much closer when the watch is prompt.
-pub fn created_estimate(creation_s: f64, observed_s: f64) -> f64 {
-    let upper = (creation_s + 1.0).min(observed_s.max(creation_s));
-    (creation_s + upper) / 2.0
+    pub(crate) herd_min_runs: usize,
 }
 
 /// One scheduled time of one CronJob.
@@ -147,7 +63,7 @@ const ORPHAN_S: f64 = 120.0;
 
 /// Every judged run of every CronJob shadow mode follows.
 #[derive(Debug)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     settings: Settings,
     cronjobs: HashMap<String, Tracked>,
     orphans: HashMap<String, Vec<JobView>>,
@@ -156,37 +72,37 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn new(settings: Settings) -> Self {
+    pub(crate) fn new(settings: Settings) -> Self {
         let tally = Tally::new(settings.herd_min_runs);
         Ledger { settings, cronjobs: HashMap::new(), orphans: HashMap::new(), tally, jobs_seen: 0 }
     }
 
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
-    pub fn tally(&self) -> &Tally {
+    pub(crate) fn tally(&self) -> &Tally {
         &self.tally
     }
 
     /// Jobs of followed CronJobs created since shadow mode started.
-    pub fn jobs_seen(&self) -> u64 {
+    pub(crate) fn jobs_seen(&self) -> u64 {
         self.jobs_seen
     }
 
     /// CronJobs followed.
-    pub fn cronjobs(&self) -> usize {
+    pub(crate) fn cronjobs(&self) -> usize {
         self.cronjobs.len()
     }
 
     /// Runs due whose Job has not come and whose deadline has not passed.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         let waiting = |r: &Run| !r.settled && r.jobs == 0 && !r.suspended && !r.blocked;
         self.cronjobs.values().map(|t| t.runs.values().filter(|r| waiting(r)).count()).sum()
     }
 
     /// A CronJob appeared or changed; the Jobs that came before it are matched now.
-    pub fn apply_cronjob(&mut self, view: CronJobView, now: Timestamp) -> Vec<Judged> {
+    pub(crate) fn apply_cronjob(&mut self, view: CronJobView, now: Timestamp) -> Vec<Judged> {
         let uid = view.uid.clone();
         match self.cronjobs.get_mut(&uid) {
             Some(t) => t.view = view,
@@ -211,23 +127,23 @@ impl Ledger {
 
     /// The spread default of `namespace` is now `spread`: its CronJobs without a spread of
     /// their own take it for their next runs.
-    pub fn apply_namespace_spread(&mut self, namespace: &str, spread: Option<&str>, now: Timestamp) {
+    pub(crate) fn apply_namespace_spread(&mut self, namespace: &str, spread: Option<&str>, now: Timestamp) {
         for t in self.cronjobs.values_mut().filter(|t| t.view.namespace == namespace && t.view.own_spread.is_none()) {
-            t.view.spread_offset_s = super::spread_offset(&t.view, spread, now);
+            t.view.spread_offset_s = spread_offset(&t.view, spread, now);
         }
     }
 
-    pub fn delete_cronjob(&mut self, uid: &str) {
+    pub(crate) fn delete_cronjob(&mut self, uid: &str) {
         self.cronjobs.remove(uid);
     }
 
     /// After a fresh list: the CronJobs not in it were deleted meanwhile.
-    pub fn retain_cronjobs(&mut self, listed: &HashSet<String>) {
+    pub(crate) fn retain_cronjobs(&mut self, listed: &HashSet<String>) {
         self.cronjobs.retain(|uid, _| listed.contains(uid));
     }
 
     /// A Job appeared or changed: a new one gets its verdict.
-    pub fn apply_job(&mut self, job: JobView, now: Timestamp) -> Vec<Judged> {
+    pub(crate) fn apply_job(&mut self, job: JobView, now: Timestamp) -> Vec<Judged> {
         let Some(t) = self.cronjobs.get_mut(&job.owner_uid) else {
             if job.created_s >= self.settings.started.as_second() as f64 {
                 self.orphans.entry(job.owner_uid.clone()).or_default().push(job);
@@ -250,14 +166,14 @@ impl Ledger {
     }
 
     /// A Job was deleted: for Forbid it is not active any more.
-    pub fn delete_job(&mut self, owner_uid: &str, uid: &str, now: Timestamp) {
+    pub(crate) fn delete_job(&mut self, owner_uid: &str, uid: &str, now: Timestamp) {
         if let Some(seen) = self.cronjobs.get_mut(owner_uid).and_then(|t| t.jobs.get_mut(uid)) {
             seen.ended_s = seen.ended_s.or(Some(seconds(now)));
         }
     }
 
     /// Runs whose time has come are added, runs past their deadline without a Job settled.
-    pub fn tick(&mut self, now: Timestamp) -> Vec<Judged> {
+    pub(crate) fn tick(&mut self, now: Timestamp) -> Vec<Judged> {
         let now_s = seconds(now);
         self.orphans.retain(|_, jobs| {
             jobs.retain(|j| now_s - j.created_s < ORPHAN_S);

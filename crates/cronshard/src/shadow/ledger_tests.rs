@@ -2,7 +2,11 @@
 
 use std::collections::HashSet;
 
+use cronshard_types::CronJobSchedule;
+
 use super::*;
+use crate::shadow::report::Report;
+use crate::shadow::views::created_estimate;
 
 const HOUR: i64 = 1_800_000_000; // an hour boundary
 
@@ -210,10 +214,10 @@ fn a_herd_drains_when_its_last_run_has_its_job() {
     l.tick(at(0.5));
     l.apply_job(job(&cjs[0], 0.0, 1.0), at(1.0));
     l.apply_job(job(&cjs[1], 0.0, 2.0), at(2.0));
-    let report = crate::shadow::tally::Report::new(&l, at(3.0), None);
+    let report = Report::new(&l, at(3.0), None);
     assert_eq!((report.herds[0].runs_due, report.herds[0].created, report.herds[0].drain_s), (3, 2, None));
     l.apply_job(job(&cjs[2], 0.0, 4.25), at(4.25));
-    let report = crate::shadow::tally::Report::new(&l, at(5.0), None);
+    let report = Report::new(&l, at(5.0), None);
     assert_eq!(report.herds[0].drain_s, Some(4.25));
     assert_eq!((report.totals["created"], report.totals["pending"]), (3, 0));
     assert!((report.skew_s.p50 - 2.0).abs() < 0.01 && (report.skew_s.max - 4.25).abs() < 0.01, "{:?}", report.skew_s);

@@ -15,24 +15,24 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::ledger::{Judged, Verdict};
+use super::verdict::{Judged, Verdict};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VerdictLabels {
-    pub verdict: String,
+pub(crate) struct VerdictLabels {
+    pub(crate) verdict: String,
 }
 
 /// What shadow mode exports.
 #[derive(Debug)]
-pub struct ShadowMetrics {
+pub(crate) struct ShadowMetrics {
     registry: Registry,
     /// The controller's own skew buckets (`cronshard_job_creation_skew_seconds`), so that one
     /// dashboard compares the two.
-    pub skew: Histogram,
-    pub runs: Family<VerdictLabels, Counter>,
-    pub cronjobs: Gauge,
+    pub(crate) skew: Histogram,
+    pub(crate) runs: Family<VerdictLabels, Counter>,
+    pub(crate) cronjobs: Gauge,
     /// Jobs of followed CronJobs created since shadow mode started.
-    pub jobs_seen: Counter,
+    pub(crate) jobs_seen: Counter,
 }
 
 impl Default for ShadowMetrics {
@@ -66,7 +66,7 @@ impl Default for ShadowMetrics {
 }
 
 impl ShadowMetrics {
-    pub fn observe(&self, judged: &[Judged]) {
+    pub(crate) fn observe(&self, judged: &[Judged]) {
         for j in judged {
             self.runs.get_or_create(&VerdictLabels { verdict: j.verdict.label().to_owned() }).inc();
             if let Some(skew) = j.skew_s {
@@ -75,7 +75,7 @@ impl ShadowMetrics {
         }
     }
 
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -85,13 +85,13 @@ impl ShadowMetrics {
 
 /// What the endpoints read: the metrics, and whether the initial lists are in.
 #[derive(Clone, Debug)]
-pub struct Served {
-    pub metrics: Arc<ShadowMetrics>,
-    pub listed: Arc<AtomicBool>,
+pub(crate) struct Served {
+    pub(crate) metrics: Arc<ShadowMetrics>,
+    pub(crate) listed: Arc<AtomicBool>,
 }
 
 /// `/metrics` (OpenMetrics), `/healthz` and `/readyz` (both initial lists are in).
-pub fn app(served: Served) -> Router {
+pub(crate) fn app(served: Served) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))

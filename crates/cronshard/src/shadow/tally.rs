@@ -1,5 +1,5 @@
 //! Shadow mode's running totals: verdicts, skew percentiles in fixed memory, the CronJobs
-//! that fare worst, and the herds; and the JSON report made of them.
+//! that fare worst, and the herds.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -7,7 +7,8 @@ use cronshard_types::Timestamp;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::ledger::{CronJobView, Judged, Verdict};
+use super::verdict::{Judged, Verdict};
+use super::views::CronJobView;
 
 /// How many CronJobs the report lists, worst first.
 const WORST: usize = 20;
@@ -18,14 +19,14 @@ const MAX_SKEW_MS: u64 = 7 * 86_400_000;
 
 /// One CronJob's verdicts.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct CronJobTally {
-    pub cronjob: String,
-    pub on_time: u64,
-    pub late: u64,
-    pub missed: u64,
-    pub duplicate: u64,
-    pub unexpected: u64,
-    pub max_skew_s: f64,
+pub(crate) struct CronJobTally {
+    pub(crate) cronjob: String,
+    pub(crate) on_time: u64,
+    pub(crate) late: u64,
+    pub(crate) missed: u64,
+    pub(crate) duplicate: u64,
+    pub(crate) unexpected: u64,
+    pub(crate) max_skew_s: f64,
 }
 
 impl CronJobTally {
@@ -37,15 +38,15 @@ impl CronJobTally {
 
 /// The runs due at one instant.
 #[derive(Clone, Debug, Default)]
-pub struct HerdTally {
-    pub due: u64,
-    pub created: u64,
-    pub last_create_s: f64,
+pub(crate) struct HerdTally {
+    pub(crate) due: u64,
+    pub(crate) created: u64,
+    pub(crate) last_create_s: f64,
 }
 
 /// Everything judged so far.
 #[derive(Debug)]
-pub struct Tally {
+pub(crate) struct Tally {
     herd_min_runs: usize,
     verdicts: BTreeMap<&'static str, u64>,
     skew_ms: Histogram<u64>,
@@ -54,7 +55,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn new(herd_min_runs: usize) -> Self {
+    pub(crate) fn new(herd_min_runs: usize) -> Self {
         // Three significant digits: a skew of 12.345 s is known to the millisecond.
         let skew_ms = Histogram::new_with_bounds(1, MAX_SKEW_MS, 3).expect("constant bounds are valid");
         Tally {
@@ -67,7 +68,7 @@ impl Tally {
     }
 
     /// A run falls due at `due_s` (its herd grows).
-    pub fn due(&mut self, due_s: f64) {
+    pub(crate) fn due(&mut self, due_s: f64) {
         self.herds.entry(due_s.floor() as i64).or_default().due += 1;
         // Small instants are of no interest once they are ten minutes old.
         if self.herds.len() > 4 * HERDS {
@@ -81,7 +82,7 @@ impl Tally {
     }
 
     /// A verdict on a run of `view`; `created` = (due, created) for a run that got its Job.
-    pub fn record(&mut self, view: &CronJobView, judged: &Judged, created: Option<(f64, f64)>) {
+    pub(crate) fn record(&mut self, view: &CronJobView, judged: &Judged, created: Option<(f64, f64)>) {
         *self.verdicts.entry(judged.verdict.label()).or_default() += 1;
         let key = format!("{}/{}", view.namespace, view.name);
         let c = self.cronjobs.entry(key.clone()).or_insert_with(|| CronJobTally { cronjob: key, ..Default::default() });
@@ -105,26 +106,31 @@ impl Tally {
         }
     }
 
-    pub fn count(&self, verdict: Verdict) -> u64 {
+    /// Verdicts by name.
+    pub(super) fn verdicts(&self) -> &BTreeMap<&'static str, u64> {
+        &self.verdicts
+    }
+
+    pub(crate) fn count(&self, verdict: Verdict) -> u64 {
         self.verdicts.get(verdict.label()).copied().unwrap_or(0)
     }
 
     /// The skew at quantile `q` (0 to 1), seconds.
-    pub fn skew_quantile_s(&self, q: f64) -> f64 {
+    pub(crate) fn skew_quantile_s(&self, q: f64) -> f64 {
         if self.skew_ms.is_empty() {
             return 0.0;
         }
         self.skew_ms.value_at_quantile(q) as f64 / 1000.0
     }
 
-    fn worst(&self) -> Vec<CronJobTally> {
+    pub(super) fn worst(&self) -> Vec<CronJobTally> {
         let mut all: Vec<&CronJobTally> = self.cronjobs.values().filter(|c| c.badness() > (0, 0, 0.0)).collect();
         all.sort_by(|a, b| b.badness().partial_cmp(&a.badness()).unwrap_or(std::cmp::Ordering::Equal));
         let round = |v: f64| (v * 1000.0).round() / 1000.0;
         all.into_iter().take(WORST).map(|c| CronJobTally { max_skew_s: round(c.max_skew_s), ..c.clone() }).collect()
     }
 
-    fn herds(&self) -> Vec<HerdReport> {
+    pub(super) fn herds(&self) -> Vec<HerdReport> {
         let herds: Vec<HerdReport> = self
             .herds
             .iter()
@@ -143,65 +149,11 @@ impl Tally {
 
 /// A herd in the report.
 #[derive(Clone, Debug, Serialize)]
-pub struct HerdReport {
+pub(crate) struct HerdReport {
     /// The instant the runs were due.
-    pub at: String,
-    pub runs_due: u64,
-    pub created: u64,
+    pub(crate) at: String,
+    pub(crate) runs_due: u64,
+    pub(crate) created: u64,
     /// Last create − the instant; `null` until every run of the herd has its Job.
-    pub drain_s: Option<f64>,
-}
-
-/// Skew percentiles in seconds, from the creation of each run's Job to its due time.
-#[derive(Clone, Debug, Serialize)]
-pub struct SkewReport {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-/// What `--out` holds: written every minute and at exit.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub started: String,
-    pub at: String,
-    pub until: Option<String>,
-    /// `i/N` when shadow mode follows one shard of the CronJobs.
-    pub shard: Option<String>,
-    pub cronjobs: usize,
-    /// Jobs of those CronJobs created since shadow mode started.
-    pub jobs_seen: u64,
-    /// Verdicts by name, `pending` (due, no Job yet, deadline not passed) and `created`.
-    pub totals: BTreeMap<&'static str, u64>,
-    pub skew_s: SkewReport,
-    pub worst_cronjobs: Vec<CronJobTally>,
-    pub herds: Vec<HerdReport>,
-}
-
-impl Report {
-    pub fn new(ledger: &super::ledger::Ledger, now: Timestamp, shard: Option<String>) -> Report {
-        let tally = ledger.tally();
-        let mut totals = tally.verdicts.clone();
-        totals.insert("pending", ledger.pending() as u64);
-        totals.insert("created", tally.count(Verdict::OnTime) + tally.count(Verdict::Late));
-        let round = |v: f64| (v * 1000.0).round() / 1000.0;
-        Report {
-            started: ledger.settings().started.to_string(),
-            at: now.to_string(),
-            until: ledger.settings().until.map(|u| u.to_string()),
-            shard,
-            cronjobs: ledger.cronjobs(),
-            jobs_seen: ledger.jobs_seen(),
-            totals,
-            skew_s: SkewReport {
-                p50: round(tally.skew_quantile_s(0.50)),
-                p90: round(tally.skew_quantile_s(0.90)),
-                p99: round(tally.skew_quantile_s(0.99)),
-                max: round(tally.skew_quantile_s(1.0)),
-            },
-            worst_cronjobs: tally.worst(),
-            herds: tally.herds(),
-        }
-    }
+    pub(crate) drain_s: Option<f64>,
 }

@@ -9,28 +9,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cronshard_worker::Clock;
-use cronshard_worker::decoded::{Decoded, decodable};
+use cronshard_worker::objects::decoded::{Decoded, decodable};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::ledger::{Judged, Ledger, Settings};
-use super::metrics::ShadowMetrics;
-use super::tally::Report;
-use super::{Shard, cronjob_view, job_view};
 use cronshard_types::spread::SPREAD_ANNOTATION;
+
+use super::ledger::{Ledger, Settings};
+use super::metrics::ShadowMetrics;
+use super::report::Report;
+use super::shard::Shard;
+use super::verdict::Judged;
+use super::views::{cronjob_view, job_view};
+use crate::error::{Error, Result};
 
 /// How shadow mode runs.
 #[derive(Clone, Debug)]
-pub struct Options {
-    pub settings: Settings,
+pub(crate) struct Options {
+    pub(crate) settings: Settings,
     /// Only CronJobs matching this label selector.
-    pub selector: Option<String>,
-    pub shard: Option<Shard>,
+    pub(crate) selector: Option<String>,
+    pub(crate) shard: Option<Shard>,
     /// Where the JSON report goes (every minute and at exit).
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// How often the report is rewritten.
@@ -38,14 +42,14 @@ const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// Runs until `stop` resolves, or, with `until`, until every run up to it has a verdict; then
 /// writes the last report and returns it.
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     clock: Clock,
     options: Options,
     metrics: Arc<ShadowMetrics>,
     listed: Arc<AtomicBool>,
     stop: impl std::future::Future<Output = ()>,
-) -> crate::Result<Report> {
+) -> Result<Report> {
     let mut config = watcher::Config::default().page_size(500);
     if let Some(selector) = &options.selector {
         config = config.labels(selector);
@@ -253,15 +257,15 @@ impl State {
         self.listed() && now > until && self.ledger.pending() == 0
     }
 
-    fn write_report(&self) -> crate::Result<Report> {
+    fn write_report(&self) -> Result<Report> {
         let report = Report::new(&self.ledger, self.clock.now(), self.options.shard.map(|s| s.to_string()));
         if let Some(path) = &self.options.out {
-            let json = serde_json::to_string_pretty(&report).map_err(|e| crate::Error::Report(e.to_string()))?;
+            let json = serde_json::to_string_pretty(&report).map_err(|e| Error::Report(e.to_string()))?;
             // Written whole, then renamed: a reader never sees half a report.
             let partial = path.with_extension("json.partial");
             std::fs::write(&partial, json + "\n")
                 .and_then(|()| std::fs::rename(&partial, path))
-                .map_err(|e| crate::Error::Report(format!("{}: {e}", path.display())))?;
+                .map_err(|e| Error::Report(format!("{}: {e}", path.display())))?;
         }
         Ok(report)
     }

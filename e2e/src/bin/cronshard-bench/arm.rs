@@ -12,9 +12,9 @@ use cronshard_e2e::shadow::SHADOW_USER;
 use cronshard_types::Timestamp;
 use tokio::process::Child;
 
+use crate::arm_spec::{MAX_PROCESSES, arm_processes, upstream_flags};
 use crate::controllers::{Controllers, FaultClock, Server};
 use crate::procs::{Admin, sigterm, spawn};
-use crate::{MAX_PROCESSES, arm_processes};
 
 /// Runs one arm; with `shadow`, `cronshard shadow` watches it.
 pub(crate) async fn run_arm(
@@ -30,7 +30,7 @@ pub(crate) async fn run_arm(
     let (mut sim, url, admin) = start_sim(bin_dir, &dir, scenario).await?;
     // kube-controller-manager reads the machine's clock: the scenario comes to it on real
     // time; every other arm follows the simulator's clock, moved to just before an hour.
-    let real_time = crate::kube::upstream_flags(arm).is_some();
+    let real_time = upstream_flags(arm).is_some();
     let (start, seeds) = if real_time {
         crate::sim_upstream::real_time_seeds(&admin, scenario).await?
     } else {
@@ -77,14 +77,7 @@ pub(crate) async fn run_arm(
         controllers.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    // Beside shadow mode, the controllers stop first: no Job may come after the audit read.
-    let (audit, totals) = if watcher.is_some() {
-        let totals = controllers.stop().await;
-        (admin.call("GET", "/sim/audit", Vec::new()).await?, totals)
-    } else {
-        let audit = admin.call("GET", "/sim/audit", Vec::new()).await?;
-        (audit, controllers.stop().await)
-    };
+    let (audit, totals) = stop_and_read_audit(controllers, &admin, watcher.is_some()).await?;
     // Kept beside the logs: the report is computed from it, and can be checked against it.
     std::fs::write(dir.join("audit.jsonl"), &audit).map_err(|e| format!("{}: {e}", dir.display()))?;
     let records: Vec<serde_json::Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
@@ -108,6 +101,23 @@ pub(crate) async fn run_arm(
         kube: None,
         sim_cpu_s: sim_cpu_s.map(round),
     })
+}
+
+/// Stops the controllers and reads the audit log; returns it with (CPU s, peak RSS MB) per
+/// slot. Beside shadow mode (`stop_first`), the controllers stop first: no Job may come after
+/// the audit read.
+async fn stop_and_read_audit(
+    controllers: Controllers<'_>,
+    admin: &Admin,
+    stop_first: bool,
+) -> Result<(String, Vec<(f64, f64)>), String> {
+    if stop_first {
+        let totals = controllers.stop().await;
+        Ok((admin.call("GET", "/sim/audit", Vec::new()).await?, totals))
+    } else {
+        let audit = admin.call("GET", "/sim/audit", Vec::new()).await?;
+        Ok((audit, controllers.stop().await))
+    }
 }
 
 /// A fresh `cronshard-sim serve` with the scenario's settings and a token per controller.

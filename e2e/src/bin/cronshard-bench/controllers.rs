@@ -8,7 +8,8 @@ use cronshard_e2e::scenario::Fault;
 use cronshard_e2e::testbed::Testbed;
 use tokio::process::Child;
 
-use crate::procs::{Admin, Proc, signal, sigterm, start_controller};
+use crate::launch::{start_controller, start_replica};
+use crate::procs::{Admin, Proc, signal, sigterm};
 
 /// Where an arm's controllers run, and so how a fault reaches them.
 pub(crate) enum Server<'a> {
@@ -33,7 +34,7 @@ impl Server<'_> {
     ) -> Result<Child, String> {
         match self {
             Server::Sim { url, .. } => start_controller(bin_dir, dir, arm, i, generation, url).await,
-            Server::Kube { testbed } => crate::kube::start_replica(bin_dir, dir, testbed, arm, i, generation).await,
+            Server::Kube { testbed } => start_replica(bin_dir, dir, testbed, arm, i, generation).await,
         }
     }
 

@@ -20,10 +20,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
-use tokio::process::Child;
 
+use crate::arm_spec::{arm_processes, upstream_flags};
 use crate::controllers::{Controllers, FaultClock, Server};
-use crate::procs::spawn;
 
 /// Requests in flight while loading CronJobs and while measuring the bound.
 const IN_FLIGHT: usize = 64;
@@ -35,16 +34,6 @@ const BOUND_NAMESPACE: &str = "bench-bound";
 /// The least time between the last CronJob loaded and the herd's minute.
 const MIN_LEAD_S: i64 = 15;
 
-/// kube-controller-manager's flags for the upstream arms beyond the testbed's (which are
-/// upstream's client defaults, 20 QPS and burst 30, with leader election off).
-pub(crate) fn upstream_flags(arm: &str) -> Option<Option<&'static str>> {
-    match arm {
-        "upstream" => Some(None),
-        "upstream-tuned" => Some(Some("--kube-api-qps 1000 --kube-api-burst 1000 --concurrent-cron-job-syncs 50")),
-        _ => None,
-    }
-}
-
 /// Runs one arm on a fresh control plane; with `profile_s`, kube-apiserver is profiled for
 /// that long from a second before the herd.
 pub(crate) async fn run_arm(
@@ -54,7 +43,7 @@ pub(crate) async fn run_arm(
     out: &Path,
     profile_s: Option<u64>,
 ) -> Result<ArmReport, String> {
-    let (count, kind, _) = crate::arm_processes(arm).ok_or("arm")?;
+    let (count, kind, _) = arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let testbed = start_testbed(&dir, arm).await?;
@@ -217,26 +206,6 @@ async fn load(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
     tracing::info!(cronjobs = seeds.len(), seconds = started.elapsed().as_secs_f64(), "CronJobs created");
     Ok(())
-}
-
-/// `cronshard run` replica `i` of an arm with the admin's kubeconfig (the benchmark measures
-/// speed; the chart's RBAC is proven elsewhere); `generation` > 0 is a successor in a rolling
-/// restart (a new pod: a new identity).
-pub(crate) async fn start_replica(
-    bin_dir: &Path,
-    dir: &Path,
-    testbed: &Testbed,
-    arm: &str,
-    i: usize,
-    generation: usize,
-) -> Result<Child, String> {
-    let (_, _, extra) = crate::arm_processes(arm).ok_or("arm")?;
-    let identity = if generation == 0 { format!("bench-{i}") } else { format!("bench-{i}-g{generation}") };
-    let mut args: Vec<String> =
-        ["run", "--kubeconfig", &testbed.admin_kubeconfig().to_string_lossy()].into_iter().map(str::to_owned).collect();
-    args.extend(["--identity".into(), identity.clone(), "--metrics-addr".into(), "127.0.0.1:0".into()]);
-    args.extend(extra);
-    Ok(spawn(&bin_dir.join("cronshard"), &args, &dir.join(format!("{identity}.log"))).await?.0)
 }
 
 /// What a plain client that does nothing else achieves: `jobs` minimal Jobs created by

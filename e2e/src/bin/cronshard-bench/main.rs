@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod arm;
+mod arm_spec;
 mod controllers;
 mod kube;
+mod launch;
 mod procs;
 mod profile;
 mod shadow;
@@ -20,6 +22,7 @@ use cronshard_e2e::scenario::{Fault, Scenario, builtin_path};
 use cronshard_types::Timestamp;
 
 use self::arm::run_arm;
+use self::arm_spec::{arm_processes, upstream_flags};
 
 #[derive(Debug, Parser)]
 #[command(about = "Runs a benchmark scenario against cronshard and the baseline controllers")]
@@ -65,8 +68,6 @@ struct Args {
     #[arg(long)]
     bin_dir: Option<PathBuf>,
 }
-
-const MAX_PROCESSES: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Target {
@@ -145,7 +146,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
                 "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unreserved, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
             )
         })?;
-        let upstream = kube::upstream_flags(arm).is_some();
+        let upstream = upstream_flags(arm).is_some();
         let baseline = matches!(arm.as_str(), "v1" | "v2" | "v2-tuned");
         match args.target {
             Target::Sim if upstream => {
@@ -191,7 +192,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
                 scenario.name
             ));
         }
-        if let Some(arm) = args.arms.iter().find(|a| kube::upstream_flags(a).is_some() && !scenario.faults.is_empty()) {
+        if let Some(arm) = args.arms.iter().find(|a| upstream_flags(a).is_some() && !scenario.faults.is_empty()) {
             return Err(format!("arm {arm}: kube-controller-manager runs herds only, without faults"));
         }
     }
@@ -207,49 +208,4 @@ fn machine() -> String {
         })
         .unwrap_or_default();
     format!("{cpus} CPUs, {model}")
-}
-
-/// (processes, kind, command-line arguments per process) of an arm.
-fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<String>)> {
-    let baseline = |algo: &str, extra: &[&str]| {
-        let mut a = vec!["--algo".to_owned(), algo.to_owned()];
-        a.extend(extra.iter().map(|s| (*s).to_owned()));
-        a
-    };
-    match arm {
-        "v1" => Some((1, "re-implementation of the in-tree v1 controller (10 s sweeps, 20 QPS)", baseline("v1", &[]))),
-        "v2" => Some((1, "re-implementation of the in-tree v2 controller (5 workers, 20 QPS)", baseline("v2", &[]))),
-        "v2-tuned" => Some((
-            1,
-            "re-implementation of the in-tree v2 controller, 50 workers, cronshard's client budget",
-            baseline("v2", &["--workers", "50", "--qps", "1000", "--burst", "1000"]),
-        )),
-        "upstream" => Some((
-            1,
-            "kube-controller-manager's cronjob-controller, upstream defaults (20 QPS, burst 30, 5 syncs)",
-            Vec::new(),
-        )),
-        "upstream-tuned" => {
-            Some((1, "kube-controller-manager's cronjob-controller, 1000 QPS, burst 1000, 50 syncs", Vec::new()))
-        }
-        _ => {
-            let replicas = arm.strip_prefix("cronshard-")?;
-            let (replicas, kind, extra) = if let Some(r) = replicas.strip_suffix("-fixed") {
-                (r, "cronshard with a fixed client rate", vec!["--fixed-rate".to_owned()])
-            } else if let Some(r) = replicas.strip_suffix("-unreserved") {
-                (
-                    r,
-                    "cronshard that never holds lower-priority work back before a herd",
-                    vec!["--no-herd-reservation".to_owned()],
-                )
-            } else if let Some(r) = replicas.strip_suffix("-unlimited") {
-                let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
-                (r, "cronshard without a client-side rate limit", unlimited)
-            } else {
-                (replicas, "cronshard at its defaults", Vec::new())
-            };
-            let r: usize = replicas.parse().ok()?;
-            (1..=MAX_PROCESSES).contains(&r).then_some((r, kind, extra))
-        }
-    }
 }

@@ -1,5 +1,5 @@
 //! The processes of a benchmark: the simulator's admin API, spawning a process and reading
-//! its first line, and starting one controller of an arm.
+//! its first line, a controller's kubeconfig, and signals.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -118,50 +118,4 @@ pub(crate) fn signal(pid: Option<u32>, sig: &str) -> Result<(), String> {
     let Some(pid) = pid else { return Ok(()) };
     let status = std::process::Command::new("kill").args([format!("-{sig}"), pid.to_string()]).status();
     status.map_err(|e| format!("kill -{sig} {pid}: {e}")).map(drop)
-}
-
-/// Starts controller `i` of an arm; `generation` > 0 is a successor in a rolling restart (a
-/// new pod: a new identity, the same service account).
-pub(crate) async fn start_controller(
-    bin_dir: &Path,
-    dir: &Path,
-    arm: &str,
-    i: usize,
-    generation: usize,
-    url: &str,
-) -> Result<Child, String> {
-    if crate::kube::upstream_flags(arm).is_some() {
-        return crate::sim_upstream::start_kcm(dir, url, arm, i, generation);
-    }
-    let (_, _, extra) = crate::arm_processes(arm).ok_or("arm")?;
-    let user = format!("bench-{i}");
-    let kc = kubeconfig(dir, url, &user)?;
-    let kc = kc.to_string_lossy().into_owned();
-    let identity = if generation == 0 { user.clone() } else { format!("{user}-g{generation}") };
-    let (bin, mut args) = if arm.starts_with("cronshard-") {
-        let mut a = vec!["run", "--kubeconfig", &kc, "--identity", &identity, "--metrics-addr", "127.0.0.1:0"]
-            .into_iter()
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        a.extend(extra);
-        (bin_dir.join("cronshard"), a)
-    } else {
-        let mut a = vec!["--kubeconfig".to_owned(), kc.clone(), "--identity".to_owned(), identity.clone()];
-        a.extend(extra);
-        (bin_dir.join("cronshard-baseline"), a)
-    };
-    args.extend(["--testing-clock-from".to_owned(), url.to_owned()]);
-    if !arm.starts_with("cronshard-") {
-        // The baseline prints nothing on stdout: give spawn() its first line another way.
-        let log = dir.join(format!("{identity}.log"));
-        let stderr = std::fs::File::options().create(true).append(true).open(&log).map_err(|e| e.to_string())?;
-        return Command::new(&bin)
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(stderr))
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("{}: {e}", bin.display()));
-    }
-    Ok(spawn(&bin, &args, &dir.join(format!("{identity}.log"))).await?.0)
 }

@@ -12,7 +12,7 @@ use cronshard_e2e::scenario::{CronJobSeed, Scenario};
 use cronshard_types::Timestamp;
 use tokio::process::{Child, Command};
 
-use crate::kube::upstream_flags;
+use crate::arm_spec::upstream_flags;
 use crate::procs::{Admin, kubeconfig};
 
 /// Seconds it takes to load CronJobs into the simulator and list them, at most: the first
