@@ -79,7 +79,12 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
     // The labelling pass at one request a second: each continue token is five patches old,
     // long compacted, so every page after the first gets 410 and the pass starts over.
     let config = config_from(&testbed.admin_kubeconfig()).await;
-    let settings = Settings { identity: "real-labeller".into(), buckets: NonZeroU32::MIN, selector: None };
+    let settings = Settings {
+        identity: "real-labeller".into(),
+        buckets: NonZeroU32::MIN,
+        selector: None,
+        dst_policy: Default::default(),
+    };
     let ctx =
         Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");
     let labelled =

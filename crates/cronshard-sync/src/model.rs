@@ -1,7 +1,7 @@
 //! What a sync reads and returns: plain structs of a CronJob, its Jobs and the outcome, and
 //! the narrow [`Jobs`] trait through which it reaches the cluster.
 
-use cronshard_types::Timestamp;
+use cronshard_types::{DstPolicy, Timestamp};
 
 use crate::error::SyncError;
 
@@ -59,6 +59,8 @@ pub struct CronJobState {
     /// by this controller already; the worker remembers it between syncs, so a miss is
     /// counted once.
     pub reported_through: Option<Timestamp>,
+    /// How the replica reads schedules around daylight-saving transitions (`--dst-policy`).
+    pub dst_policy: DstPolicy,
 }
 
 /// How a Job ended: a `Complete` or `Failed` condition with status True.
@@ -80,6 +82,9 @@ pub struct ChildJob {
     pub start_time: Option<Timestamp>,
     pub completion_time: Option<Timestamp>,
     pub finished: Option<Finished>,
+    /// Started by hand (`kubectl create job --from=cronjob/NAME`, annotated
+    /// `cronjob.kubernetes.io/instantiate: manual`): not one of the schedule's runs.
+    pub manual: bool,
 }
 
 impl ChildJob {

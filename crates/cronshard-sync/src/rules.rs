@@ -99,11 +99,13 @@ impl Sync<'_> {
     }
 
     /// Finished children leave `status.active`, with Events; the newest completion is recorded.
+    /// FIX: a run started by hand is not "unexpected" (upstream warns, kubernetes#126384); like
+    /// upstream it is never in `status.active`, so Forbid and Replace do not count it.
     fn reconcile_children(&mut self, children: &[ChildJob]) {
         for job in children {
             let in_active = self.in_active(&job.uid);
             match job.finished {
-                None if !in_active => self.event(
+                None if !in_active && !job.manual => self.event(
                     EventType::Warning,
                     "UnexpectedJob",
                     format!("Saw a job that the controller did not create or forgot: {}", job.name),
@@ -150,7 +152,8 @@ impl Sync<'_> {
     /// The schedule, unless the time zone or the schedule is invalid or the CronJob suspended.
     fn runnable_schedule(&mut self) -> ControlFlow<End, CronJobSchedule> {
         let spec = &self.cj.spec;
-        let schedule = match CronJobSchedule::new(&spec.schedule, spec.time_zone.as_deref()) {
+        let read = CronJobSchedule::new(&spec.schedule, spec.time_zone.as_deref());
+        let schedule = match read.map(|s| s.with_dst_policy(self.cj.dst_policy)) {
             Err(ScheduleError::UnknownTimeZone { name, reason }) => {
                 self.event(EventType::Warning, "UnknownTimeZone", format!("invalid timeZone: {name:?}: {reason}"));
                 return Break(End::Invalid(Invalid::UnknownTimeZone));

@@ -4,7 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::schedule::{Kind, Schedule};
+use crate::schedule::{DstPolicy, Kind, Schedule};
 use crate::zone::{Zone, floor_second, timestamp};
 
 /// More missed start times than this earn upstream's `TooManyMissedTimes` Warning.
@@ -47,6 +47,12 @@ impl CronJobSchedule {
         let default_zone = if zone_in_schedule { Zone::utc() } else { time_zone.clone() };
         let schedule = Schedule::parse(schedule, &default_zone)?;
         Ok(CronJobSchedule { schedule, time_zone, zone_in_schedule })
+    }
+
+    /// The same CronJob schedule under `policy` around daylight-saving transitions.
+    pub fn with_dst_policy(mut self, policy: DstPolicy) -> Self {
+        self.schedule = self.schedule.with_dst_policy(policy);
+        self
     }
 
     pub fn schedule(&self) -> &Schedule {

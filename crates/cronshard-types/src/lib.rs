@@ -18,5 +18,5 @@ pub use bucket::bucket;
 pub use cronjob::{CronJobSchedule, Due};
 pub use error::{Error, FieldError, Result};
 pub use jiff::Timestamp;
-pub use schedule::{Field, Schedule};
+pub use schedule::{DstPolicy, Field, Schedule};
 pub use zone::Zone;

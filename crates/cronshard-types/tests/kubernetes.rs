@@ -3,7 +3,7 @@
 //! delays, Job names and the scheduled-timestamp annotation.
 
 use cronshard_types::cronjob::job_name;
-use cronshard_types::{CronJobSchedule, Error, Timestamp};
+use cronshard_types::{CronJobSchedule, DstPolicy, Error, Timestamp};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -85,7 +85,8 @@ const FIXED_UPSTREAM_BUGS: &[(&str, Option<&str>, &str)] = &[(
 )];
 
 fn schedule(schedule: &str, time_zone: Option<&str>) -> Result<CronJobSchedule, Error> {
-    CronJobSchedule::new(schedule, time_zone)
+    // Upstream's table: upstream's behaviour around DST.
+    CronJobSchedule::new(schedule, time_zone).map(|s| s.with_dst_policy(DstPolicy::Upstream))
 }
 
 #[test]

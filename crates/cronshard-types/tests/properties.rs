@@ -2,7 +2,7 @@
 //! the bounded due-time search against a linear walk, and the parser against arbitrary input.
 
 use cronshard_types::schedule::Kind;
-use cronshard_types::{CronJobSchedule, Field, Schedule, Timestamp, Zone};
+use cronshard_types::{CronJobSchedule, DstPolicy, Field, Schedule, Timestamp, Zone};
 use jiff::SignedDuration;
 use proptest::prelude::*;
 
@@ -116,7 +116,8 @@ proptest! {
     /// matching minute.
     #[test]
     fn next_agrees_with_brute_force(expr in five_fields(), zone in zone(), after in instant()) {
-        let schedule = Schedule::parse(&expr, &zone).expect("generated schedules are valid");
+        let schedule =
+            Schedule::parse(&expr, &zone).expect("generated schedules are valid").with_dst_policy(DstPolicy::Upstream);
         let limit = after.checked_add(SignedDuration::from_hours(24 * 366)).expect("in range");
         let fast = schedule.next_after(after);
         let brute = brute_next(&schedule, after, limit);
@@ -136,7 +137,8 @@ proptest! {
     /// `time.Add` lands there.
     #[test]
     fn next_always_matches_the_fields(expr in five_fields(), zone in zone(), after in instant()) {
-        let schedule = Schedule::parse(&expr, &zone).expect("generated schedules are valid");
+        let schedule =
+            Schedule::parse(&expr, &zone).expect("generated schedules are valid").with_dst_policy(DstPolicy::Upstream);
         if let Some(next) = schedule.next_after(after) {
             prop_assert!(next > after);
             let two_hours_before = next.checked_sub(SignedDuration::from_hours(2)).expect("in range");
@@ -160,7 +162,7 @@ proptest! {
         window_minutes in 0i64..(60 * 24 * 40),
         deadline in proptest::option::of(0i64..200_000),
     ) {
-        let cronjob = CronJobSchedule::new(&expr, Some(zone)).expect("valid");
+        let cronjob = CronJobSchedule::new(&expr, Some(zone)).expect("valid").with_dst_policy(DstPolicy::Upstream);
         let now = earliest.checked_add(SignedDuration::from_mins(window_minutes)).expect("in range")
             .checked_add(SignedDuration::from_millis(437)).expect("in range");
         let Ok(due) = cronjob.due(earliest, now, deadline) else { return Ok(()) };

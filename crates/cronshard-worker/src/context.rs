@@ -16,6 +16,8 @@ pub struct Settings {
     pub buckets: NonZeroU32,
     /// Only CronJobs matching this label selector are managed (gradual migration).
     pub selector: Option<String>,
+    /// How schedules fire around daylight-saving transitions (`--dst-policy`).
+    pub dst_policy: cronshard_types::DstPolicy,
 }
 
 /// Shared by all buckets of one replica.

@@ -69,6 +69,8 @@ pub struct Metrics {
     /// Job creationTimestamp − scheduled time, 50 ms to 512 s.
     pub skew: Histogram,
     pub fires: Counter,
+    /// Jobs started by hand (`kubectl create job --from=cronjob/…`) seen by the buckets.
+    pub manual_runs: Counter,
     pub duplicates_avoided: Counter,
     pub missed: Family<ReasonLabels, Counter>,
     pub invalid: Family<ReasonLabels, Counter>,
@@ -98,6 +100,7 @@ impl Default for Metrics {
             upstream_skew,
             skew,
             fires: Counter::default(),
+            manual_runs: Counter::default(),
             duplicates_avoided: Counter::default(),
             missed: Family::default(),
             invalid: Family::default(),
@@ -136,6 +139,11 @@ impl Metrics {
             self.skew.clone(),
         );
         r.register("cronshard_fires", "Jobs created for due runs", self.fires.clone());
+        r.register(
+            "cronshard_manual_runs",
+            "Jobs started by hand (kubectl create job --from=cronjob/NAME) that the buckets saw start",
+            self.manual_runs.clone(),
+        );
         r.register(
             "cronshard_duplicates_avoided",
             "Runs whose Job already existed (AlreadyExists) and was recorded instead of created twice",

@@ -199,6 +199,7 @@ async fn a_due_create_never_waits_for_history_cleanup() {
         identity: "replica-test".into(),
         buckets: std::num::NonZeroU32::MIN,
         selector: None,
+        dst_policy: Default::default(),
     };
     let limiter = cronshard_worker::api::limiter::Limiter::new(20.0, 1);
     let ctx =

@@ -54,6 +54,10 @@ pub(crate) struct PlanArgs {
     /// each Namespace's `kubernetes.io/metadata.name` label only.
     #[arg(long, value_name = "SELECTOR", requires = "spread")]
     spread_selector: Option<String>,
+    /// Daylight saving: `cron` (cronshard's default) or `upstream` (kube-controller-manager's
+    /// runs, to plan for the in-tree controller's herds).
+    #[arg(long, default_value = "cron")]
+    dst_policy: cronshard_types::DstPolicy,
     /// Also draw the runs per minute as an SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -80,7 +84,7 @@ pub(crate) fn run(args: PlanArgs) -> ExitCode {
 
 fn execute(args: &PlanArgs, from: Timestamp) -> anyhow::Result<String> {
     let settings = Settings::new(args.skew_target, args.qps, args.admitted_writes_per_s, args.memory_per_replica)?;
-    let window = Window::new(from, args.hours)?;
+    let window = Window::new(from, args.hours)?.with_dst_policy(args.dst_policy);
     let spread = args.spread.as_deref().map(|s| SpreadSettings::new(s, args.spread_selector.as_deref())).transpose()?;
     let items = read_items(&args.file)?;
     let mut plan = compute(&items, window, settings);

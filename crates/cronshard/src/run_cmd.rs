@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use cronshard_types::DstPolicy;
 
 use crate::replica::{self, ReplicaSettings};
 
@@ -72,6 +73,11 @@ pub(crate) struct RunArgs {
     /// what the reservation gains; see docs/design.md).
     #[arg(long, env = "CRONSHARD_NO_HERD_RESERVATION")]
     no_herd_reservation: bool,
+    /// Daylight saving: `cron` runs a job at a specific time once when clocks go back and
+    /// right after the gap when they go forward; `upstream` keeps kube-controller-manager's
+    /// behaviour (twice, and not at all) bit for bit. See docs/design.md.
+    #[arg(long, env = "CRONSHARD_DST_POLICY", default_value = "cron")]
+    dst_policy: DstPolicy,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL
     /// (polled every 200 ms), so runs cross minute boundaries without waiting.
     #[arg(long, hide_short_help = true)]
@@ -108,6 +114,7 @@ impl RunArgs {
             deployment_qps: self.deployment_qps,
             adaptive_rate: !self.fixed_rate,
             herd_reservation: !self.no_herd_reservation,
+            dst_policy: self.dst_policy,
             testing_clock_from: self.testing_clock_from,
         }
     }

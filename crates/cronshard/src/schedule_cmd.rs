@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use cronshard_types::{CronJobSchedule, Error, Timestamp};
+use cronshard_types::{CronJobSchedule, DstPolicy, Error, Timestamp};
 
 /// Exit code for an invalid schedule, zone or argument (clap uses 2 for usage errors too).
 const EXIT_INVALID: u8 = 2;
@@ -26,6 +26,10 @@ pub(crate) struct ScheduleArgs {
     /// IANA time zone, as in spec.timeZone (default UTC).
     #[arg(long)]
     time_zone: Option<String>,
+    /// Daylight saving: `cron` (a specific time runs once when clocks go back, and right after
+    /// the gap when they go forward) or `upstream` (kube-controller-manager's answers exactly).
+    #[arg(long, default_value = "cron")]
+    dst_policy: DstPolicy,
 }
 
 #[derive(Debug, Args)]
@@ -67,7 +71,7 @@ pub(crate) fn run(cmd: ScheduleCommand) -> ExitCode {
 }
 
 fn load(args: &ScheduleArgs) -> Result<CronJobSchedule, Error> {
-    CronJobSchedule::new(&args.schedule, args.time_zone.as_deref())
+    Ok(CronJobSchedule::new(&args.schedule, args.time_zone.as_deref())?.with_dst_policy(args.dst_policy))
 }
 
 fn next(args: NextArgs) -> Result<ExitCode, Error> {

@@ -47,6 +47,10 @@ pub(crate) struct ShadowArgs {
     /// Judge only runs scheduled up to this time (RFC 3339); exit once each has its verdict.
     #[arg(long)]
     until: Option<Timestamp>,
+    /// Daylight saving of the controller judged: `cron` (cronshard's default) or `upstream`
+    /// (kube-controller-manager's behaviour, to judge the in-tree controller).
+    #[arg(long, env = "CRONSHARD_DST_POLICY", default_value = "cron")]
+    dst_policy: cronshard_types::DstPolicy,
     /// FOR TESTS AND DEMOS ONLY: follow the clock offset of a cronshard-sim at this URL.
     #[arg(long, hide_short_help = true)]
     testing_clock_from: Option<String>,
@@ -86,6 +90,7 @@ async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
         selector: args.selector.clone(),
         shard: args.shard,
         out: args.out.clone(),
+        dst_policy: args.dst_policy,
     };
     tracing::info!(metrics = %addr, shard = ?args.shard.map(|s| s.to_string()), "cronshard shadow: read-only, judging the running controller");
     let report =

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use cronshard_types::{CronJobSchedule, Timestamp};
+use cronshard_types::{CronJobSchedule, DstPolicy, Timestamp};
 use serde::Deserialize;
 
 fn cronshard(args: &[&str]) -> Output {
@@ -59,8 +59,18 @@ fn next_agrees_with_the_library_on_robfig_vectors() {
     let golden: Robfig =
         serde_json::from_str(include_str!("../../cronshard-types/tests/golden/robfig.json")).expect("golden");
     for case in golden.next {
-        let out =
-            cronshard(&["schedule", "next", &case.schedule, "--time-zone", &case.time_zone, "--after", &case.after]);
+        // robfig's vectors, under upstream's daylight-saving behaviour.
+        let out = cronshard(&[
+            "schedule",
+            "next",
+            &case.schedule,
+            "--time-zone",
+            &case.time_zone,
+            "--after",
+            &case.after,
+            "--dst-policy",
+            "upstream",
+        ]);
         let library = CronJobSchedule::new(&case.schedule, Some(&case.time_zone)).expect("valid");
         match case.expected {
             Some(expected) => {
@@ -82,17 +92,28 @@ fn due_agrees_with_the_library_on_kubernetes_vectors() {
         serde_json::from_str(include_str!("../../cronshard-types/tests/golden/kubernetes.json")).expect("golden");
     for case in golden.most_recent.into_iter().chain(golden.next_schedule_time) {
         let earliest = case.last_schedule.clone().unwrap_or(case.creation.clone());
-        let mut args = vec!["schedule", "due", &case.schedule, "--earliest", &earliest, "--now", &case.now];
+        let mut args = vec![
+            "schedule",
+            "due",
+            &case.schedule,
+            "--earliest",
+            &earliest,
+            "--now",
+            &case.now,
+            "--dst-policy",
+            "upstream",
+        ];
         let deadline = case.starting_deadline_seconds.filter(|_| case.include_starting_deadline).map(|s| s.to_string());
         if let Some(deadline) = &deadline {
             args.extend(["--starting-deadline-seconds", deadline]);
         }
         let out = cronshard(&args);
-        let library = CronJobSchedule::new(&case.schedule, None).expect("valid").due(
-            earliest.parse().expect("ts"),
-            case.now.parse().expect("ts"),
-            case.starting_deadline_seconds.filter(|_| case.include_starting_deadline),
-        );
+        let library =
+            CronJobSchedule::new(&case.schedule, None).expect("valid").with_dst_policy(DstPolicy::Upstream).due(
+                earliest.parse().expect("ts"),
+                case.now.parse().expect("ts"),
+                case.starting_deadline_seconds.filter(|_| case.include_starting_deadline),
+            );
         match library {
             Ok(due) => {
                 assert_eq!(out.status.code(), Some(0), "{}: {}", case.source, stderr(&out));
@@ -124,10 +145,41 @@ fn next_prints_n_times_in_the_zone_offset() {
         "2026-03-07T12:00:00Z",
         "-n",
         "3",
+        "--dst-policy",
+        "upstream",
     ]);
     assert_eq!(out.status.code(), Some(0));
     // 2026-03-08 02:30 does not exist in New York (DST starts): robfig skips that day.
     assert_eq!(stdout(&out), "2026-03-09T02:30:00-04:00\n2026-03-10T02:30:00-04:00\n2026-03-11T02:30:00-04:00\n");
+}
+
+#[test]
+fn by_default_a_nightly_job_runs_once_when_clocks_go_back_and_after_the_gap_when_they_go_forward() {
+    let next = |schedule: &str, after: &str, extra: &[&str]| {
+        let mut args =
+            vec!["schedule", "next", schedule, "--time-zone", "America/New_York", "--after", after, "-n", "2"];
+        args.extend(extra);
+        let out = cronshard(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert_eq!(
+        next("30 1 * * *", "2026-10-31T12:00:00Z", &[]),
+        "2026-11-01T01:30:00-04:00\n2026-11-02T01:30:00-05:00\n"
+    );
+    assert_eq!(
+        next("30 2 * * *", "2026-03-07T12:00:00Z", &[]),
+        "2026-03-08T03:00:00-04:00\n2026-03-09T02:30:00-04:00\n"
+    );
+    let upstream = ["--dst-policy", "upstream"];
+    assert_eq!(
+        next("30 1 * * *", "2026-10-31T12:00:00Z", &upstream),
+        "2026-11-01T01:30:00-04:00\n2026-11-01T01:30:00-05:00\n",
+        "upstream runs it twice"
+    );
+    let out = cronshard(&["schedule", "next", "* * * * *", "--dst-policy", "summer"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("give cron or upstream"), "{}", stderr(&out));
 }
 
 #[test]

@@ -74,7 +74,13 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(url) = &args.testing_clock_from {
         tokio::spawn(clock.clone().follow(url.clone()));
     }
-    let settings = Settings { identity: args.identity.clone(), buckets: NonZeroU32::MIN, selector: None };
+    // The in-tree controller's algorithm reads schedules as robfig does.
+    let settings = Settings {
+        identity: args.identity.clone(),
+        buckets: NonZeroU32::MIN,
+        selector: None,
+        dst_policy: cronshard_types::DstPolicy::Upstream,
+    };
     // client-go has no cap on requests in flight, only its token bucket.
     let budget = RateBudget { qps: args.qps, burst: f64::from(args.burst), deployment_qps: 0.0, adaptive: false };
     let ctx = Context::new(config, Limiter::with_places(budget, usize::MAX), settings, clock, Default::default())
@@ -139,7 +145,8 @@ async fn sync_one(
     cj: &CronJob,
     children: Vec<cronshard_sync::ChildJob>,
 ) -> Option<Timestamp> {
-    let state = cronjob_state(cj)?;
+    let mut state = cronjob_state(cj)?;
+    state.dst_policy = cronshard_types::DstPolicy::Upstream;
     // Upstream knows no spread.
     let cached = cronshard_worker::objects::cached::CachedCronJob::new(cj.clone());
     let mut io = KubeJobs::new(ctx, &cached, &state, 0, 0, None);

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cronshard_sync::*;
-use cronshard_types::Timestamp;
+use cronshard_types::{DstPolicy, Timestamp};
 
 /// Jobs in memory, with scripted failures, recording every call.
 #[derive(Default)]
@@ -78,6 +78,7 @@ impl Jobs for FakeJobs {
             start_time: None,
             completion_time: None,
             finished: None,
+            manual: false,
         };
         self.live.insert(job.name.clone(), job.clone());
         Ok(CreateResult::Created(job))
@@ -103,6 +104,7 @@ pub fn cronjob(schedule: &str) -> CronJobState {
         },
         status: CronJobStatus::default(),
         reported_through: None,
+        dst_policy: DstPolicy::default(),
     }
 }
 
@@ -116,6 +118,7 @@ pub fn job(name: &str, finished: Option<Finished>, start: Option<&str>) -> Child
         start_time: start.map(t),
         completion_time: finished.filter(|f| *f == Finished::Complete).and(start.map(t)),
         finished,
+        manual: false,
     }
 }
 

@@ -1,5 +1,7 @@
-//! Cron schedules exactly as Kubernetes reads them (robfig/cron v3 `ParseStandard`).
+//! Cron schedules exactly as Kubernetes reads them (robfig/cron v3 `ParseStandard`), fired
+//! around daylight-saving transitions as cron does or, on request, as upstream does.
 
+mod dst;
 pub(crate) mod field;
 mod go_duration;
 mod next;
@@ -7,6 +9,7 @@ mod parse;
 
 use jiff::Timestamp;
 
+pub use self::dst::DstPolicy;
 pub use self::field::Field;
 pub(crate) use self::go_duration::parse as parse_go_duration;
 pub use self::parse::{Kind, SpecFields};
@@ -19,6 +22,7 @@ use crate::zone::Zone;
 pub struct Schedule {
     kind: Kind,
     zone: Zone,
+    dst: DstPolicy,
 }
 
 impl Schedule {
@@ -26,7 +30,19 @@ impl Schedule {
     /// overrides `default_zone`, which stands for robfig's `time.Local`.
     pub fn parse(expr: &str, default_zone: &Zone) -> Result<Self> {
         let (kind, zone) = parse::parse(expr, default_zone)?;
-        Ok(Schedule { kind, zone })
+        Ok(Schedule { kind, zone, dst: DstPolicy::default() })
+    }
+
+    /// The same schedule under `policy` around daylight-saving transitions (the default is
+    /// [`DstPolicy::Cron`]).
+    pub fn with_dst_policy(mut self, policy: DstPolicy) -> Self {
+        self.dst = policy;
+        self
+    }
+
+    /// What the schedule does around daylight-saving transitions.
+    pub fn dst_policy(&self) -> DstPolicy {
+        self.dst
     }
 
     pub fn kind(&self) -> &Kind {
@@ -52,7 +68,10 @@ impl Schedule {
             return None;
         }
         match &self.kind {
-            Kind::Spec(spec) => next::spec_next(spec, &self.zone, unix),
+            Kind::Spec(spec) => match self.dst {
+                DstPolicy::Upstream => next::spec_next(spec, &self.zone, unix),
+                DstPolicy::Cron => dst::cron_next(spec, &self.zone, unix),
+            },
             Kind::Every { seconds } => Some(unix + seconds),
         }
     }

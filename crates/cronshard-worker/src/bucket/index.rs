@@ -74,6 +74,11 @@ impl Index {
         self.uid_to_key.get(&owner).cloned()
     }
 
+    /// Whether a Job is cached.
+    pub(super) fn has_job(&self, uid: &str) -> bool {
+        self.jobs.contains_key(uid)
+    }
+
     /// Forgets a Job; returns the key of the CronJob that controlled it, if cached.
     pub(super) fn delete_job(&mut self, job: &ChildJob) -> Option<String> {
         self.jobs.remove(&job.uid);

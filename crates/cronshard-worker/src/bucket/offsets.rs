@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use cronshard_types::spread::{self, SPREAD_ANNOTATION};
-use cronshard_types::{CronJobSchedule, Timestamp};
+use cronshard_types::{CronJobSchedule, DstPolicy, Timestamp};
 use k8s_openapi::api::batch::v1::CronJob;
 
 /// Above this many distinct (schedule, zone, spread) the memo starts over.
@@ -26,6 +26,7 @@ impl Spreads {
         cj: &CronJob,
         namespace_default: Option<&str>,
         now: Timestamp,
+        policy: DstPolicy,
     ) -> Result<Option<u64>, cronshard_types::Error> {
         let annotations = cj.metadata.annotations.as_ref();
         let own = annotations.and_then(|a| a.get(SPREAD_ANNOTATION)).map(String::as_str);
@@ -39,7 +40,7 @@ impl Spreads {
         let spread_s =
             self.checked.entry(key).or_insert_with_key(|(schedule, zone, text)| {
                 match CronJobSchedule::new(schedule, zone.as_deref()) {
-                    Ok(parsed) => spread::seconds_for(&parsed, text, now),
+                    Ok(parsed) => spread::seconds_for(&parsed.with_dst_policy(policy), text, now),
                     Err(_) => spread::parse(text).map(|_| 0),
                 }
             });

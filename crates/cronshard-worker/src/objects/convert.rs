@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use cronshard_types::Timestamp;
-use cronshard_types::keys::{BUCKET_LABEL, CREATED_BY_ANNOTATION, SCHEDULED_TIMESTAMP_ANNOTATION};
+use cronshard_types::keys::{
+    BUCKET_LABEL, CREATED_BY_ANNOTATION, INSTANTIATE_ANNOTATION, SCHEDULED_TIMESTAMP_ANNOTATION,
+};
+use cronshard_types::{DstPolicy, Timestamp};
 use k8s_openapi::api::batch::v1::{CronJob, Job, JobStatus};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -67,6 +69,8 @@ pub fn cronjob_state(cj: &CronJob) -> Option<CronJobState> {
             last_successful_time: status.last_successful_time.as_ref().map(from_k8s),
         },
         reported_through: None,
+        // The replica's policy is set where the sync is prepared (it is not in the object).
+        dst_policy: DstPolicy::default(),
     })
 }
 
@@ -94,6 +98,12 @@ pub fn child_job(job: &Job) -> ChildJob {
         start_time: status.start_time.as_ref().map(from_k8s),
         completion_time: status.completion_time.as_ref().map(from_k8s),
         finished: finished(&status),
+        manual: job
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(INSTANTIATE_ANNOTATION))
+            .is_some_and(|v| v == "manual"),
     }
 }
 

@@ -23,7 +23,12 @@ pub async fn serve(state: SimState) -> kube::Config {
 
 /// A single-bucket replica's context (every CronJob is in bucket 0), unlimited client.
 pub fn context(config: kube::Config, clock: &Clock) -> Arc<Context> {
-    let settings = Settings { identity: "replica-test".into(), buckets: NonZeroU32::MIN, selector: None };
+    let settings = Settings {
+        identity: "replica-test".into(),
+        buckets: NonZeroU32::MIN,
+        selector: None,
+        dst_policy: Default::default(),
+    };
     Context::new(config, Limiter::new(0.0, 1), settings, clock.clone(), Default::default()).expect("context")
 }
 

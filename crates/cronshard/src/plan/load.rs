@@ -94,7 +94,7 @@ pub(super) fn count_runs(items: &[Value], window: &Window) -> Load {
 /// Parses like the controller, and also rejects a schedule that never fires (the
 /// controller's `InvalidSchedule` Warning).
 fn parse(schedule: &str, time_zone: Option<&str>, window: &Window) -> Result<CronJobSchedule, Error> {
-    let cronjob = CronJobSchedule::new(schedule, time_zone)?;
+    let cronjob = CronJobSchedule::new(schedule, time_zone)?.with_dst_policy(window.dst);
     if cronjob.schedule().next_after(window.after).is_none() {
         return Err(Error::NoFireTime { after: window.start });
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use cronshard::plot::number as fmt_num;
-use cronshard_types::Timestamp;
+use cronshard_types::{DstPolicy, Timestamp};
 
 use super::units::{MIB, mib};
 use crate::error::{Error, Result};
@@ -76,6 +76,8 @@ pub(crate) struct Window {
     pub(super) hours: u32,
     /// One second before the start: fire times strictly after it are the ones at or after the start.
     pub(super) after: Timestamp,
+    /// How the runs fall around daylight-saving transitions.
+    pub(super) dst: DstPolicy,
 }
 
 impl Window {
@@ -90,7 +92,12 @@ impl Window {
         if Timestamp::from_second(end_s).is_err() {
             return Err(outside());
         }
-        Ok(Window { start, start_s, end_s, hours, after })
+        Ok(Window { start, start_s, end_s, hours, after, dst: DstPolicy::default() })
+    }
+
+    /// The same window, its runs under `policy` around daylight-saving transitions.
+    pub(crate) fn with_dst_policy(self, policy: DstPolicy) -> Self {
+        Window { dst: policy, ..self }
     }
 
     pub(super) fn minutes(&self) -> usize {

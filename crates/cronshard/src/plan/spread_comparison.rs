@@ -85,9 +85,9 @@ pub(super) fn compare(items: &[Value], window: &Window, settings: &SpreadSetting
     let mut parsed: HashMap<(&str, Option<&str>), Option<CronJobSchedule>> = HashMap::new();
     for item in items {
         let Ok(spec) = read_spec(item) else { continue };
-        let schedule = parsed
-            .entry((spec.schedule, spec.time_zone))
-            .or_insert_with(|| CronJobSchedule::new(spec.schedule, spec.time_zone).ok());
+        let schedule = parsed.entry((spec.schedule, spec.time_zone)).or_insert_with(|| {
+            CronJobSchedule::new(spec.schedule, spec.time_zone).ok().map(|s| s.with_dst_policy(window.dst))
+        });
         let Some(schedule) = schedule.as_ref().filter(|_| !spec.suspend) else { continue };
         let own = own_offset(item, schedule, window.start);
         let flag =

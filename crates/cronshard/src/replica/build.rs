@@ -48,7 +48,7 @@ pub(super) async fn build(s: &ReplicaSettings) -> anyhow::Result<Replica> {
     let mut coordination = CoordinatorSettings::new(identity.clone(), namespace, buckets, timing);
     coordination.wall_clock = wall_clock(clock.clone());
     coordination.validate()?;
-    let settings = Settings { identity, buckets, selector: s.selector.clone() };
+    let settings = Settings { identity, buckets, selector: s.selector.clone(), dst_policy: s.dst_policy };
     let metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     let mut registry = Registry::default();

@@ -29,6 +29,8 @@ pub(crate) struct ReplicaSettings {
     pub(crate) adaptive_rate: bool,
     /// Whether lower-priority work is held back before a herd (not `--no-herd-reservation`).
     pub(crate) herd_reservation: bool,
+    /// `--dst-policy`.
+    pub(crate) dst_policy: cronshard_types::DstPolicy,
     /// For tests and demos only: a cronshard-sim whose clock offset to follow.
     pub(crate) testing_clock_from: Option<String>,
 }

@@ -21,8 +21,12 @@ use super::ownership::follow_ownership;
 /// A context whose client points nowhere: nothing here sends a request.
 fn context(budget: RateBudget) -> Arc<Context> {
     let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
-    let settings =
-        Settings { identity: "replica-test".into(), buckets: NonZeroU32::new(64).expect("64"), selector: None };
+    let settings = Settings {
+        identity: "replica-test".into(),
+        buckets: NonZeroU32::new(64).expect("64"),
+        selector: None,
+        dst_policy: Default::default(),
+    };
     Context::new(config, Limiter::with_budget(budget), settings, Clock::default(), Default::default()).expect("context")
 }
 

@@ -2,7 +2,7 @@
 
 use cronshard_types::keys::SCHEDULED_TIMESTAMP_ANNOTATION;
 use cronshard_types::spread::SPREAD_ANNOTATION;
-use cronshard_types::{CronJobSchedule, Timestamp};
+use cronshard_types::{CronJobSchedule, DstPolicy, Timestamp};
 use cronshard_worker::objects::convert::{controller_uid, from_k8s};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 
@@ -50,14 +50,21 @@ pub(crate) fn created_estimate(creation_s: f64, observed_s: f64) -> f64 {
 
 /// What shadow mode reads of a CronJob, with its Namespace's spread default; `None` without
 /// name, uid or creation time.
-pub(crate) fn cronjob_view(cj: &CronJob, namespace_spread: Option<&str>, now: Timestamp) -> Option<CronJobView> {
+pub(crate) fn cronjob_view(
+    cj: &CronJob,
+    namespace_spread: Option<&str>,
+    now: Timestamp,
+    dst_policy: DstPolicy,
+) -> Option<CronJobView> {
     let meta = &cj.metadata;
     let mut view = CronJobView {
         namespace: meta.namespace.clone().unwrap_or_default(),
         name: meta.name.clone()?,
         uid: meta.uid.clone()?,
         creation: from_k8s(meta.creation_timestamp.as_ref()?),
-        schedule: CronJobSchedule::new(&cj.spec.schedule, cj.spec.time_zone.as_deref()).ok(),
+        schedule: CronJobSchedule::new(&cj.spec.schedule, cj.spec.time_zone.as_deref())
+            .ok()
+            .map(|s| s.with_dst_policy(dst_policy)),
         suspend: cj.spec.suspend.unwrap_or(false),
         forbid: cj.spec.concurrency_policy.as_deref() == Some("Forbid"),
         starting_deadline_s: cj.spec.starting_deadline_seconds,

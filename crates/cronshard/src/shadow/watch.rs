@@ -35,6 +35,8 @@ pub(crate) struct Options {
     pub(crate) shard: Option<Shard>,
     /// Where the JSON report goes (every minute and at exit).
     pub(crate) out: Option<PathBuf>,
+    /// How the expected runs fall around daylight-saving transitions (`--dst-policy`).
+    pub(crate) dst_policy: cronshard_types::DstPolicy,
 }
 
 /// How often the report is rewritten.
@@ -153,7 +155,8 @@ impl State {
     /// Follows `cj` if it is in this shard; returns its uid if so.
     fn apply_cronjob(&mut self, cj: &CronJob, now: cronshard_types::Timestamp) -> Option<String> {
         let namespace = cj.metadata.namespace.as_deref().unwrap_or_default();
-        let view = cronjob_view(cj, self.namespace_spreads.get(namespace).map(String::as_str), now)?;
+        let spread = self.namespace_spreads.get(namespace).map(String::as_str);
+        let view = cronjob_view(cj, spread, now, self.options.dst_policy)?;
         if self.options.shard.is_some_and(|s| !s.holds(&view.namespace, &view.name)) {
             return None;
         }

@@ -282,7 +282,12 @@ impl Worker {
                 self.sync_all();
             }
             watcher::Event::Apply(job) => {
-                if let Some(owner) = self.index.apply_job(child_job(&job)) {
+                let job = child_job(&job);
+                // Counted where the bucket sees it start (a relist does not count it again).
+                if job.manual && !self.index.has_job(&job.uid) {
+                    self.ctx.metrics.manual_runs.inc();
+                }
+                if let Some(owner) = self.index.apply_job(job) {
                     self.sync_soon(&owner);
                 }
             }
@@ -305,11 +310,13 @@ impl Worker {
     /// ignored, with a Warning Event saying why).
     fn due(&mut self, k: &str) -> Option<Due> {
         let (mut due, cronjob) = self.index.due(k)?;
+        due.state.dst_policy = self.ctx.settings.dst_policy;
         if let Some(status) = self.writes.unwritten(k) {
             due.state.status = status.clone();
         }
         let namespace_default = cronjob.metadata.namespace.as_deref().and_then(|ns| self.ctx.namespace_spreads.get(ns));
-        match self.spreads.offset(&cronjob, namespace_default.as_deref(), self.ctx.clock.now()) {
+        let (now, policy) = (self.ctx.clock.now(), self.ctx.settings.dst_policy);
+        match self.spreads.offset(&cronjob, namespace_default.as_deref(), now, policy) {
             Ok(offset) => due.spread_offset = offset,
             Err(error) => {
                 let reason = ReasonLabels { reason: error.metric_label().into() };
