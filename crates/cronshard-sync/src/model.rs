@@ -61,6 +61,10 @@ pub struct CronJobState {
     pub reported_through: Option<Timestamp>,
     /// How the replica reads schedules around daylight-saving transitions (`--dst-policy`).
     pub dst_policy: DstPolicy,
+    /// When `spec.schedule` or `spec.timeZone` last changed, as far as the API server says
+    /// (the `managedFields` entry that owns them): fire times before it are not runs of this
+    /// schedule, so they are neither started nor counted missed.
+    pub schedule_changed_at: Option<Timestamp>,
 }
 
 /// How a Job ended: a `Complete` or `Failed` condition with status True.

@@ -189,7 +189,7 @@ impl Sync<'_> {
     /// The run to start now, after counting the missed ones; none if it is not time yet, it
     /// shares a minute with the last run, or its starting deadline has passed.
     fn due_run(&mut self, schedule: &CronJobSchedule) -> ControlFlow<End, Timestamp> {
-        let earliest = self.status.last_schedule_time.unwrap_or(self.cj.creation_timestamp);
+        let earliest = self.earliest();
         let due = match schedule.due(earliest, self.now, self.cj.spec.starting_deadline_seconds) {
             Ok(due) => due,
             Err(e) => {
@@ -348,9 +348,17 @@ impl Sync<'_> {
         End::Requeue(self.requeue(schedule))
     }
 
+    /// After what the schedule's runs count: the last run recorded (else the creation), or
+    /// the schedule's last change if later. FIX: an edit of the schedule never starts a run
+    /// by itself (upstream starts a "missed" run of the new schedule: kubernetes#130838).
+    fn earliest(&self) -> Timestamp {
+        let last = self.status.last_schedule_time.unwrap_or(self.cj.creation_timestamp);
+        self.cj.schedule_changed_at.map_or(last, |changed| last.max(changed))
+    }
+
     /// The next sync time: the schedule's next run after the last one recorded.
     fn requeue(&self, schedule: &CronJobSchedule) -> Option<Timestamp> {
-        schedule.requeue_at(self.status.last_schedule_time.unwrap_or(self.cj.creation_timestamp), self.now)
+        schedule.requeue_at(self.earliest(), self.now)
     }
 
     fn event(&mut self, kind: EventType, reason: &'static str, message: String) {

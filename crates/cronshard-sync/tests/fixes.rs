@@ -1,6 +1,6 @@
 //! The CronJob bugs users hit most, one test per rule: daylight saving (cron's behaviour by
-//! default, upstream's on request), runs started by hand, and finished Jobs deleted by their
-//! TTL or by hand. Time passed in, Jobs in memory.
+//! default, upstream's on request), schedule edits, runs started by hand, and finished Jobs
+//! deleted by their TTL or by hand. Time passed in, Jobs in memory.
 
 use cronshard_sync::*;
 use cronshard_types::DstPolicy;
@@ -96,6 +96,42 @@ fn upstreams_policy_skips_the_day_whose_run_falls_in_the_gap() {
         let out = run(&cj, &[], "2026-03-08T07:00:00.2Z", &mut jobs).await;
         assert!(jobs.calls.is_empty());
         assert_eq!(out.requeue_at, Some(t("2026-03-09T06:30:00.1Z")), "next: 9 March");
+    })
+}
+
+#[test]
+fn an_edited_schedule_never_starts_a_run_by_itself() {
+    block_on(async {
+        // Last run yesterday at 23:00; at 10:00 today the schedule became 05:00.
+        let mut cj = cronjob("0 5 * * *");
+        cj.creation_timestamp = t("2026-11-01T00:00:00Z");
+        cj.status.last_schedule_time = Some(t("2026-12-02T23:00:00Z"));
+        cj.schedule_changed_at = Some(t("2026-12-03T10:00:00Z"));
+        let mut jobs = FakeJobs::default();
+        let out = run(&cj, &[], "2026-12-03T10:00:05Z", &mut jobs).await;
+        assert!(jobs.calls.is_empty(), "FIX: today's 05:00 is not started: {:?}", jobs.calls);
+        assert!(out.missed.is_empty() && out.events.is_empty(), "nor counted missed: {:?}", out.missed);
+        assert_eq!(out.requeue_at, Some(t("2026-12-04T05:00:00.1Z")), "the new schedule's first time after the edit");
+        let out = run(&cj, &[], "2026-12-04T05:00:00.2Z", &mut jobs).await;
+        assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-12-04T05:00:00Z"))]);
+        assert!(out.missed.is_empty());
+        // Without the moment of the edit (a server that keeps no managedFields): as upstream.
+        cj.schedule_changed_at = None;
+        let mut jobs = FakeJobs::default();
+        run(&cj, &[], "2026-12-03T10:00:05Z", &mut jobs).await;
+        assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-12-03T05:00:00Z"))]);
+    })
+}
+
+#[test]
+fn a_schedule_changed_before_the_last_run_changes_nothing() {
+    block_on(async {
+        let mut cj = cronjob("0 * * * *");
+        cj.status.last_schedule_time = Some(t("2026-11-30T09:00:00Z"));
+        cj.schedule_changed_at = Some(t("2026-11-30T08:30:00Z"));
+        let mut jobs = FakeJobs::default();
+        run(&cj, &[], "2026-11-30T10:00:00.2Z", &mut jobs).await;
+        assert_eq!(jobs.calls, [format!("create {}", name_at("nightly", "2026-11-30T10:00:00Z"))]);
     })
 }
 

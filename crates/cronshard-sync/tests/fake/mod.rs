@@ -105,6 +105,7 @@ pub fn cronjob(schedule: &str) -> CronJobState {
         status: CronJobStatus::default(),
         reported_through: None,
         dst_policy: DstPolicy::default(),
+        schedule_changed_at: None,
     }
 }
 

@@ -67,17 +67,19 @@ impl std::fmt::Display for DstPolicy {
 /// each mapped to the instant it runs at: its only instant, the first of two in a repeated
 /// interval, or the end of the gap that skipped it. That map never goes backwards, so the
 /// first wall time whose instant is after `unix` is the answer. Wall times start three hours
-/// before `unix`'s, the longest repeat that is special. Near a longer transition the answer
-/// is robfig's, exactly as upstream.
+/// before `unix`'s, the longest repeat that is special. A wall time inside a longer
+/// transition makes the answer robfig's, exactly as upstream.
 pub(super) fn cron_next(spec: &SpecFields, zone: &Zone, unix: i64) -> Option<i64> {
     if spec.is_star(Field::Hour) {
         return spec_next(spec, zone, unix);
     }
     let tz = zone.time_zone();
     let local = |u: i64| u + i64::from(tz.to_offset(Timestamp::from_second(u).unwrap_or_default()).seconds());
+    // Wall-clock times are searched on a clock without transitions.
+    let wall_clock = Zone::utc();
     let mut wall = local(unix) - SPECIAL_UP_TO - 1;
     loop {
-        wall = spec_next(spec, &Zone::utc(), wall)?;
+        wall = spec_next(spec, &wall_clock, wall)?;
         match runs_at(zone, wall) {
             Runs::At(at) if at > unix => return Some(at),
             Runs::At(_) => {}

@@ -144,6 +144,7 @@ impl Index {
         };
         let mut state = cronjob_state(&cronjob)?;
         state.reported_through = self.reported.get(k).copied();
+        state.schedule_changed_at = cached.schedule_changed_at();
         let children = self
             .owned
             .get(&state.uid)

@@ -2,8 +2,8 @@
 //!
 //! A decoded k8s-openapi `CronJob` takes about 6 KB of heap however small its JSON: every
 //! optional field of the pod template is laid out inline, and one container alone is 2 KB.
-//! The cache keeps the CronJob's JSON instead (without `managedFields`, which nothing here
-//! reads) and decodes it when a sync or a status write needs the object: that happens per
+//! The cache keeps the CronJob's JSON instead (without `managedFields`, of which it keeps
+//! only when the schedule last changed) and decodes it when a sync or a status write needs the object: that happens per
 //! run and per change, not per CronJob held. Jobs are kept as [`crate::ChildJob`]
 //! projections, which is all a sync reads of them.
 
@@ -20,18 +20,26 @@ pub struct CachedCronJob {
     key: String,
     uid: Option<String>,
     resource_version: Option<u64>,
+    /// When `spec.schedule` or `spec.timeZone` last changed (from the managedFields).
+    schedule_changed_at: Option<cronshard_types::Timestamp>,
 }
 
 impl CachedCronJob {
-    /// Keeps `cj` without its managedFields.
+    /// Keeps `cj` without its managedFields (but with when its schedule last changed).
     pub fn new(mut cj: CronJob) -> Self {
+        let schedule_changed_at = crate::objects::convert::schedule_changed_at(&cj.metadata);
         cj.metadata.managed_fields = None;
         let key = crate::objects::convert::key(&cj.metadata);
         let uid = cj.metadata.uid.clone();
         let resource_version = cj.metadata.resource_version.as_deref().and_then(|v| v.parse().ok());
         // Serializing a k8s-openapi object cannot fail: every field is a plain JSON value.
         let json = serde_json::to_string(&cj).unwrap_or_default();
-        CachedCronJob { json: json.into(), key, uid, resource_version }
+        CachedCronJob { json: json.into(), key, uid, resource_version, schedule_changed_at }
+    }
+
+    /// When `spec.schedule` or `spec.timeZone` last changed, as the managedFields said.
+    pub fn schedule_changed_at(&self) -> Option<cronshard_types::Timestamp> {
+        self.schedule_changed_at
     }
 
     /// The object, as it was given to [`CachedCronJob::new`] less its managedFields.

@@ -71,7 +71,29 @@ pub fn cronjob_state(cj: &CronJob) -> Option<CronJobState> {
         reported_through: None,
         // The replica's policy is set where the sync is prepared (it is not in the object).
         dst_policy: DstPolicy::default(),
+        schedule_changed_at: schedule_changed_at(&cj.metadata),
     })
+}
+
+/// When `spec.schedule` or `spec.timeZone` last changed, from `metadata.managedFields`: the
+/// latest `time` of the entries for the object itself (not a subresource) whose fields hold
+/// either. kube-apiserver updates an entry's time when its manager sets a field value it owns,
+/// so this is the schedule's change or a later change by the same manager. `None` when the
+/// server keeps no managedFields, or the fields have not changed since the object was
+/// created (then `lastScheduleTime`, else the creation, counts as upstream's does).
+pub fn schedule_changed_at(meta: &ObjectMeta) -> Option<Timestamp> {
+    let created = meta.creation_timestamp.as_ref().map(from_k8s);
+    meta.managed_fields
+        .as_ref()?
+        .iter()
+        .filter(|entry| entry.subresource.as_deref().is_none_or(str::is_empty))
+        .filter(|entry| {
+            let spec = entry.fields_v1.as_ref().map(|f| &f.0["f:spec"]);
+            spec.is_some_and(|spec| spec.get("f:schedule").is_some() || spec.get("f:timeZone").is_some())
+        })
+        .filter_map(|entry| entry.time.as_ref().map(from_k8s))
+        .max()
+        .filter(|changed| created.is_none_or(|created| *changed > created))
 }
 
 /// The controller owner's uid, from the ownerReference with `controller: true`.
@@ -159,5 +181,52 @@ pub fn status_to_k8s(namespace: &str, status: &CronJobStatus) -> k8s_openapi::ap
         }),
         last_schedule_time: status.last_schedule_time.map(to_k8s),
         last_successful_time: status.last_successful_time.map(to_k8s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// managedFields as kube-apiserver writes them: created by `kubectl apply`, the schedule
+    /// edited with `kubectl edit`, then cronshard's label patch and status write.
+    #[test]
+    fn the_schedule_changed_when_the_entry_that_owns_it_last_changed() {
+        let cj: CronJob = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "nightly", "namespace": "default", "uid": "u",
+                "creationTimestamp": "2026-11-01T00:00:00Z",
+                "managedFields": [
+                    {"manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "batch/v1",
+                     "time": "2026-11-01T00:00:00Z", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:spec": {"f:concurrencyPolicy": {}, "f:jobTemplate": {"f:spec": {}}}}},
+                    {"manager": "kubectl-edit", "operation": "Update", "apiVersion": "batch/v1",
+                     "time": "2026-12-03T10:00:00Z", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:spec": {"f:schedule": {}}}},
+                    {"manager": "cronshard", "operation": "Update", "apiVersion": "batch/v1",
+                     "time": "2026-12-03T10:05:00Z", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:metadata": {"f:labels": {"f:cronshard.io/bucket": {}}}}},
+                    {"manager": "cronshard", "operation": "Update", "apiVersion": "batch/v1",
+                     "time": "2026-12-03T11:00:00Z", "fieldsType": "FieldsV1", "subresource": "status",
+                     "fieldsV1": {"f:status": {"f:lastScheduleTime": {}}}}
+                ]},
+            "spec": {"schedule": "0 5 * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}
+        }))
+        .expect("a valid CronJob");
+        let at = |s: &str| s.parse::<Timestamp>().expect("time");
+        assert_eq!(schedule_changed_at(&cj.metadata), Some(at("2026-12-03T10:00:00Z")));
+        assert_eq!(cronjob_state(&cj).and_then(|s| s.schedule_changed_at), Some(at("2026-12-03T10:00:00Z")));
+        let mut without = cj.clone();
+        without.metadata.managed_fields = None;
+        assert_eq!(schedule_changed_at(&without.metadata), None, "a server that keeps none");
+        let mut unedited = cj.clone();
+        if let Some(entries) = unedited.metadata.managed_fields.as_mut() {
+            entries.retain(|e| e.manager.as_deref() != Some("kubectl-edit"));
+            entries[0].fields_v1 = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+                serde_json::json!({"f:spec": {"f:schedule": {}}}),
+            ));
+        }
+        assert_eq!(schedule_changed_at(&unedited.metadata), None, "set at creation: not a change");
+        let cached = crate::objects::cached::CachedCronJob::new(cj);
+        assert_eq!(cached.schedule_changed_at(), Some(at("2026-12-03T10:00:00Z")), "kept past the cache");
     }
 }
