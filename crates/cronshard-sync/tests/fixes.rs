@@ -65,23 +65,9 @@ fn the_gaps_run_carries_its_instant_in_the_scheduled_timestamp() {
     block_on(async {
         let mut cj = nightly_in_new_york("30 2 * * *");
         cj.status.last_schedule_time = Some(t("2026-03-07T07:30:00Z"));
-        struct Capture(FakeJobs, Option<JobRequest>);
-        impl Jobs for Capture {
-            type Error = FakeError;
-            async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, FakeError> {
-                self.0.get(name).await
-            }
-            async fn delete(&mut self, name: &str) -> Result<(), FakeError> {
-                self.0.delete(name).await
-            }
-            async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, FakeError> {
-                self.1 = Some(request.clone());
-                self.0.create(request).await
-            }
-        }
-        let mut capture = Capture(FakeJobs::default(), None);
+        let mut capture = FakeJobs::default();
         sync(&cj, &[], t("2026-03-08T07:00:01Z"), &mut capture).await;
-        let request = capture.1.expect("created");
+        let request = capture.requests.pop().expect("created");
         assert_eq!(request.scheduled_timestamp, "2026-03-08T03:00:00-04:00");
     })
 }

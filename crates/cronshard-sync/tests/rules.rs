@@ -80,25 +80,11 @@ fn time_zones_decide_the_run_and_the_annotation() {
     block_on(async {
         let mut cj = cronjob("30 9 * * *");
         cj.spec.time_zone = Some("Asia/Tokyo".into());
-        struct Capture(FakeJobs, Option<JobRequest>);
-        impl Jobs for Capture {
-            type Error = FakeError;
-            async fn get(&mut self, name: &str) -> Result<Option<ChildJob>, FakeError> {
-                self.0.get(name).await
-            }
-            async fn delete(&mut self, name: &str) -> Result<(), FakeError> {
-                self.0.delete(name).await
-            }
-            async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, FakeError> {
-                self.1 = Some(request.clone());
-                self.0.create(request).await
-            }
-        }
-        let mut capture = Capture(FakeJobs::default(), None);
+        let mut capture = FakeJobs::default();
         cj.creation_timestamp = t("2026-11-29T00:00:00Z");
         // 09:30 in Tokyo is 00:30 UTC.
         sync(&cj, &[], t("2026-11-30T00:30:10Z"), &mut capture).await;
-        let request = capture.1.expect("created");
+        let request = capture.requests.pop().expect("created");
         assert_eq!(request.scheduled, t("2026-11-30T00:30:00Z"));
         assert_eq!(request.scheduled_timestamp, "2026-11-30T09:30:00+09:00");
     })

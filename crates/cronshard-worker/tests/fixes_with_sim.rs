@@ -8,7 +8,7 @@ mod common;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use common::{cronjob, get, job_names, load, objects, owned_job, serve, wait_for};
+use common::{cronjob, event_reasons, get, job_names, load, owned_job, serve, wait_for};
 use cronshard_sim::{Config, Resource, SimState};
 use cronshard_types::{DstPolicy, Timestamp};
 use cronshard_worker::api::limiter::Limiter;
@@ -95,15 +95,6 @@ async fn a_nightly_job_in_the_skipped_hour_runs_right_after_new_york_springs_for
     assert_eq!(status["lastScheduleTime"], "2026-03-08T07:00:00Z");
     let (_, upstream) = run_across(DstPolicy::Upstream, cj, "2026-03-08T06:59:57Z", "2026-03-08T07:00:01Z").await;
     assert!(upstream.is_empty(), "upstream's policy skips the day: {upstream:?}");
-}
-
-/// The reasons of the Events about `name`.
-fn event_reasons(sim: &SimState, name: &str) -> Vec<String> {
-    objects(sim, Resource::Events)
-        .iter()
-        .filter(|e| e["regarding"]["name"] == name)
-        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

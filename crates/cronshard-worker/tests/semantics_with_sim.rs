@@ -8,7 +8,9 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{before_boundary, cronjob, get, job_names, load, objects, owned_job, rfc3339, serve, wait_for};
+use common::{
+    before_boundary, cronjob, event_reasons, get, job_names, load, objects, owned_job, rfc3339, serve, wait_for,
+};
 use cronshard_sim::{Config, Resource, SimState};
 use cronshard_types::Timestamp;
 use cronshard_worker::Clock;
@@ -25,15 +27,6 @@ fn minute(t: Timestamp) -> i64 {
 
 fn ago(sim: &SimState, seconds: i64) -> Timestamp {
     sim.store().clock().now().checked_sub(SignedDuration::from_secs(seconds)).expect("time")
-}
-
-/// Reasons of the Events recorded about `name` (events.k8s.io).
-fn event_reasons(sim: &SimState, name: &str) -> Vec<String> {
-    objects(sim, Resource::Events)
-        .iter()
-        .filter(|e| e["regarding"]["name"] == name)
-        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,8 @@ pub struct FakeJobs {
     pub fail_create: bool,
     pub reject_create: bool,
     pub created_at: Option<Timestamp>,
+    /// Every create request, in order.
+    pub requests: Vec<JobRequest>,
 }
 
 /// A scripted failure of the fake API server.
@@ -58,6 +60,7 @@ impl Jobs for FakeJobs {
 
     async fn create(&mut self, request: &JobRequest) -> Result<CreateResult, FakeError> {
         self.calls.push(format!("create {}", request.name));
+        self.requests.push(request.clone());
         if self.fail_create {
             return Err(timed_out());
         }

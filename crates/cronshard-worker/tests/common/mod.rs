@@ -89,6 +89,15 @@ pub fn objects(sim: &SimState, resource: Resource) -> Vec<Value> {
     page.items.iter().map(|o| o.value()).collect()
 }
 
+/// Reasons of the Events recorded about `name` (events.k8s.io).
+pub fn event_reasons(sim: &SimState, name: &str) -> Vec<String> {
+    objects(sim, Resource::Events)
+        .iter()
+        .filter(|e| e["regarding"]["name"] == name)
+        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
+        .collect()
+}
+
 pub fn job_names(sim: &SimState) -> Vec<String> {
     objects(sim, Resource::Jobs).iter().filter_map(|j| j["metadata"]["name"].as_str().map(str::to_owned)).collect()
 }
