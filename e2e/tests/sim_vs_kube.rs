@@ -1,7 +1,8 @@
 //! Simulator fidelity, measured: one scripted sequence of requests goes to `cronshard-sim`
 //! and to a real kube-apiserver (`scripts/kube-testbed`), and the answers are compared: the
 //! status code, the Status `reason`, the `details.causes` (field and reason), and the body
-//! with uid, resourceVersion, timestamps and managedFields masked. Code, reason and causes
+//! with uid, resourceVersion and timestamps masked, and managedFields dropped but where a
+//! step compares them (sorted by manager, their times masked). Code, reason and causes
 //! must be identical at every step; body differences the simulator has on purpose are listed
 //! in `KNOWN` with why (and in docs/simulator.md); any other difference fails the test, as
 //! does a known one that is gone. It prints a table (request, the simulator's answer,
@@ -60,12 +61,29 @@ struct Kept {
     resource_version: String,
 }
 
-const MASKED: &[&str] = &["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "continue", "selfLink"];
+const MASKED: &[&str] =
+    &["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "continue", "selfLink", "time"];
+
+/// Drops every managedFields, or (`keep`) sorts each by manager: the servers' entries are
+/// ordered by their times, which differ between two servers in the same second.
+fn managed_fields(value: &mut Value, keep: bool) {
+    match value {
+        Value::Object(map) => {
+            if !keep {
+                map.remove("managedFields");
+            } else if let Some(Value::Array(entries)) = map.get_mut("managedFields") {
+                entries.sort_by_key(|e| e["manager"].as_str().unwrap_or_default().to_owned());
+            }
+            map.values_mut().for_each(|v| managed_fields(v, keep));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| managed_fields(v, keep)),
+        _ => {}
+    }
+}
 
 fn mask(value: &mut Value) {
     match value {
         Value::Object(map) => {
-            map.remove("managedFields");
             for (key, v) in map.iter_mut() {
                 if MASKED.contains(&key.as_str()) && !v.is_null() {
                     *v = json!("*");
@@ -118,6 +136,7 @@ async fn send(client: &kube::Client, ns: &str, s: &Step, kept: &Kept) -> Answer 
     if body["kind"] == "Status" {
         body = json!({"kind": "Status", "code": body["code"], "reason": body["reason"]});
     }
+    managed_fields(&mut body, s.managed);
     mask(&mut body);
     Answer { code, reason, causes, body, continue_token, resource_version }
 }

@@ -181,7 +181,8 @@ fn load_chunk(state: &SimState, objects: Vec<Value>, offset: usize) -> Result<us
         let uid =
             object["metadata"]["uid"].as_str().map(str::to_owned).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         object["metadata"]["uid"] = json!(uid);
-        resource.apply_defaults(&mut object, &uid);
+        resource.apply_defaults(&mut object);
+        resource.prepare_for_create(&mut object);
         by_resource.entry(resource).or_default().push(object);
     }
     let mut loaded = 0;
@@ -200,7 +201,8 @@ fn load_chunk(state: &SimState, objects: Vec<Value>, offset: usize) -> Result<us
                 .into_iter()
                 .map(|ns| {
                     let mut n = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                    Resource::Namespaces.apply_defaults(&mut n, "");
+                    Resource::Namespaces.apply_defaults(&mut n);
+                    Resource::Namespaces.prepare_for_create(&mut n);
                     n
                 })
                 .collect();

@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod faults;
 pub mod flow;
+pub mod managed;
 pub mod metrics;
 pub mod protobuf;
 pub mod request;
@@ -97,7 +98,8 @@ impl SimState {
         let store = store::Store::new(clock);
         for ns in &config.namespaces {
             let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            Resource::Namespaces.apply_defaults(&mut namespace, "");
+            Resource::Namespaces.apply_defaults(&mut namespace);
+            Resource::Namespaces.prepare_for_create(&mut namespace);
             // Creating a fresh namespace in an empty store cannot collide.
             let _ = store.create(Resource::Namespaces, namespace);
         }

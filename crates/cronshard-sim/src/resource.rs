@@ -138,7 +138,7 @@ impl Resource {
     }
 
     /// Fills in the defaults kube-apiserver sets (the ones cronshard reads).
-    pub fn apply_defaults(self, object: &mut Value, uid: &str) {
+    pub fn apply_defaults(self, object: &mut Value) {
         let spec = || json!({});
         match self {
             Resource::CronJobs => {
@@ -155,7 +155,6 @@ impl Resource {
                 }
             }
             Resource::Jobs => {
-                let generated_selector = object.pointer("/spec/manualSelector") != Some(&json!(true));
                 let spec = object.as_object_mut().map(|o| o.entry("spec").or_insert_with(spec));
                 if let Some(spec) = spec.and_then(Value::as_object_mut) {
                     if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
@@ -166,19 +165,18 @@ impl Resource {
                     spec.entry("backoffLimit").or_insert(json!(6));
                     spec.entry("completionMode").or_insert(json!("NonIndexed"));
                     spec.entry("suspend").or_insert(json!(false));
+                    spec.entry("manualSelector").or_insert(json!(false));
                     spec.entry("podReplacementPolicy").or_insert(json!("TerminatingOrFailed"));
-                    if generated_selector && !spec.contains_key("selector") {
-                        spec.insert(
-                            "selector".into(),
-                            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
-                        );
-                    }
                 }
             }
             Resource::Namespaces => {
-                if let Some(o) = object.as_object_mut() {
-                    o.entry("spec").or_insert(json!({"finalizers": ["kubernetes"]}));
-                    o.entry("status").or_insert(json!({"phase": "Active"}));
+                // As SetDefaults_Namespace: a label that always says the name.
+                let name = object["metadata"]["name"].clone();
+                if name.as_str().is_some_and(|n| !n.is_empty()) {
+                    if !object["metadata"]["labels"].is_object() {
+                        object["metadata"]["labels"] = json!({});
+                    }
+                    object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
                 }
             }
             // Events get their shape from the conversion to and from the stored form.
@@ -186,9 +184,20 @@ impl Resource {
         }
     }
 
-    /// What kube-apiserver's strategies set on every create, whatever the body said: a new
-    /// Namespace is `Active`, has the `kubernetes` finalizer and is labelled with its name.
+    /// What kube-apiserver's strategies set on every create, whatever the body said (after
+    /// the defaults, so no manager owns it): a Job's generated selector; a new Namespace is
+    /// `Active`, has the `kubernetes` finalizer and is labelled with its name.
     pub fn prepare_for_create(self, object: &mut Value) {
+        if self == Resource::Jobs {
+            let uid = object["metadata"]["uid"].clone();
+            let generated = object.pointer("/spec/manualSelector") != Some(&json!(true));
+            if let Some(spec) = object["spec"].as_object_mut()
+                && generated
+                && !spec.contains_key("selector")
+            {
+                spec.insert("selector".into(), json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}));
+            }
+        }
         if self != Resource::Namespaces {
             return;
         }

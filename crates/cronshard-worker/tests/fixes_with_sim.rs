@@ -1,7 +1,7 @@
 //! The CronJob bugs users hit most, end to end against the in-process simulator: a nightly
 //! job across New York's real daylight-saving transitions of 2026 (the clocks moved there),
 //! under the default policy and under upstream's; a run started by hand; a finished Job
-//! deleted by its TTL.
+//! deleted by its TTL; a schedule edited through the API (the simulator records managedFields).
 
 mod common;
 
@@ -105,8 +105,9 @@ async fn a_run_started_by_hand_is_counted_not_warned_about_and_its_success_recor
     // A yearly schedule: nothing of the schedule's own runs in this test.
     load(&sim, &[cronjob("yearly", "uid-yearly", sim.store().clock().now(), json!({"schedule": "0 0 1 1 *"}))]);
     let ctx = replica(config, &clock, DstPolicy::Cron);
-    let (stop, worker) = common::start(ctx.clone());
-    wait_for("the bucket's lists", || ctx.metrics.encode().contains("cronshard_objects{kind=\"CronJob\"")).await;
+    let (stop, worker, listed) = common::start_counting_listed(ctx.clone());
+    // A Job already there when the bucket lists is not seen starting (nor counted).
+    wait_for("the bucket's lists", || listed.load(std::sync::atomic::Ordering::Relaxed) == 1).await;
     // What `kubectl create job --from=cronjob/yearly` makes (labelled here; the labelling pass
     // would label it within its period).
     let mut by_hand = owned_job("yearly-manual-7xk", "yearly", "uid-yearly", true, json!({}));
@@ -152,6 +153,53 @@ async fn a_finished_job_deleted_by_its_ttl_is_never_run_again() {
     assert!(get(&sim, Resource::Jobs, &name).is_none(), "{name} was created again");
     let creates = sim.0.audit.since(0).iter().filter(|r| r.verb == "create" && r.name == name).count();
     assert_eq!(creates, 1, "one create of the run, ever");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+}
+
+/// The Jobs of CronJob `name`.
+fn runs_of(sim: &SimState, name: &str) -> Vec<String> {
+    job_names(sim).into_iter().filter(|n| n.starts_with(&format!("{name}-"))).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_schedule_starts_no_run_by_itself_the_day_new_york_falls_back() {
+    let sim = sim();
+    let config = serve(sim.clone()).await;
+    let clock = Clock::default();
+    // 10:00 EST on 1 November 2026, hours after the clocks went back. Both CronJobs last ran
+    // at 23:00 EDT the evening before; 05:00 EST today lies between then and now.
+    move_clocks_to(&sim, &clock, "2026-11-01T14:59:50Z");
+    let last = "2026-11-01T03:00:00Z";
+    let mut untouched = nightly("0 5 * * *", last);
+    untouched["metadata"]["name"] = json!("untouched");
+    untouched["metadata"]["uid"] = json!("uid-untouched");
+    load(&sim, &[untouched, nightly("0 23 * * *", last)]);
+    // The user's edit goes through the API, as `kubectl edit` sends it: the server records
+    // when its manager changed the schedule.
+    let api: kube::Api<k8s_openapi::api::batch::v1::CronJob> =
+        kube::Api::namespaced(kube::Client::try_from(config.clone()).expect("client"), "default");
+    let edit = json!({"spec": {"schedule": "0 5 * * *"}});
+    let params = kube::api::PatchParams { field_manager: Some("kubectl-edit".into()), ..Default::default() };
+    api.patch("nightly", &params, &kube::api::Patch::Merge(&edit)).await.expect("edit the schedule");
+
+    let (stop, worker) = common::start(replica(config.clone(), &clock, DstPolicy::Cron));
+    // The untouched CronJob's missed 05:00 run starts at once, as upstream's would.
+    wait_for("the untouched CronJob's missed run", || runs_of(&sim, "untouched").len() == 1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(runs_of(&sim, "nightly"), Vec::<String>::new(), "the edit started a run");
+    let _ = stop.send(true);
+    worker.await.expect("joins");
+
+    // A new replica (the bucket changed hands) knows the edit from the server alone; the
+    // edited CronJob's first run is the new schedule's first time after the edit.
+    move_clocks_to(&sim, &clock, "2026-11-02T09:59:57Z");
+    let (stop, worker) = common::start(replica(config, &clock, DstPolicy::Cron));
+    wait_for("the edited schedule's first run", || !runs_of(&sim, "nightly").is_empty()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(runs_of(&sim, "nightly"), [job_name_at("2026-11-02T10:00:00Z")], "05:00 EST on 2 November, once");
+    let reasons = event_reasons(&sim, "nightly");
+    assert!(!reasons.iter().any(|r| r == "MissSchedule" || r == "TooManyMissedTimes"), "counted missed: {reasons:?}");
     let _ = stop.send(true);
     worker.await.expect("joins");
 }

@@ -18,6 +18,8 @@ pub(crate) struct Step {
     pub(crate) remember: bool,
     /// Not a request: each server's storage history is compacted up to now.
     pub(crate) compact: bool,
+    /// Compare the answer's managedFields too (their times masked); other steps drop them.
+    pub(crate) managed: bool,
 }
 
 pub(crate) fn step(name: &'static str, method: Method, path: &str, body: Option<Value>) -> Step {
@@ -30,6 +32,7 @@ pub(crate) fn step(name: &'static str, method: Method, path: &str, body: Option<
         content_type: "application/json",
         remember: false,
         compact: false,
+        managed: false,
     }
 }
 
@@ -72,6 +75,7 @@ pub(crate) fn script() -> Vec<Step> {
         leases_and_events(),
         one_event_store(),
         expired_continue(),
+        managed_fields(),
     ]
     .into_iter()
     .flatten()
@@ -396,5 +400,62 @@ fn one_event_store() -> Vec<Step> {
             None,
         ),
         step("it is gone from events.k8s.io: NotFound", Method::GET, &format!("{EVENTS}/nightly.1"), None),
+    ]
+}
+
+/// managedFields, which tell cronshard when a schedule changed: a create, a schedule edit, a
+/// status write and a label change, each by its own field manager. The pod template carries
+/// kube-apiserver's defaults itself (the simulator does not apply them), so the fields each
+/// manager owns can be compared whole.
+fn managed_fields() -> Vec<Step> {
+    const EDITED: &str = "/apis/batch/v1/namespaces/{ns}/cronjobs/edited";
+    let managed = |name, method, path: &str, body| Step { managed: true, ..step(name, method, path, body) };
+    let mut cj = cronjob("edited", "0 3 * * *", json!({"timeZone": "America/New_York"}));
+    cj["metadata"]["annotations"] = json!({"note": "x"});
+    cj["spec"]["jobTemplate"]["spec"]["template"]["spec"] = json!({
+        "restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
+        "securityContext": {}, "terminationGracePeriodSeconds": 30,
+        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "5"], "imagePullPolicy": "Always",
+            "resources": {}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+            "env": [{"name": "A", "value": "1"}], "ports": [{"containerPort": 80, "protocol": "TCP"}]}]});
+    let edit = |schedule: &str| Some(json!({"spec": {"schedule": schedule}}));
+    vec![
+        managed(
+            "managedFields: create (kubectl-create)",
+            Method::POST,
+            &format!("{CRONJOBS}?fieldManager=kubectl-create"),
+            Some(cj),
+        ),
+        managed(
+            "managedFields: edit the schedule (kubectl-edit)",
+            Method::PATCH,
+            &format!("{EDITED}?fieldManager=kubectl-edit"),
+            edit("0 4 * * *"),
+        ),
+        managed(
+            "managedFields: write the status (cronshard)",
+            Method::PATCH,
+            &format!("{EDITED}/status?fieldManager=cronshard"),
+            Some(json!({"status": {"lastScheduleTime": "2026-01-01T03:00:00Z"}})),
+        ),
+        managed(
+            "managedFields: relabel (kubectl-label): one goes, one comes",
+            Method::PATCH,
+            &format!("{EDITED}?fieldManager=kubectl-label"),
+            Some(json!({"metadata": {"labels": {"team": null, "b": "2"}}})),
+        ),
+        managed(
+            "managedFields: the creator takes the time zone back",
+            Method::PATCH,
+            &format!("{EDITED}?fieldManager=kubectl-create"),
+            Some(json!({"spec": {"timeZone": "Europe/Paris"}})),
+        ),
+        managed(
+            "managedFields: an edit that changes nothing",
+            Method::PATCH,
+            &format!("{EDITED}?fieldManager=other"),
+            edit("0 4 * * *"),
+        ),
+        managed("managedFields: get", Method::GET, EDITED, None),
     ]
 }

@@ -17,6 +17,7 @@ use crate::auth::{self, User};
 use crate::discovery;
 use crate::error::{ApiError, Result};
 use crate::faults::PartitionMode;
+use crate::managed;
 use crate::metrics::{RequestLabels, ResourceLabels};
 use crate::request::{self, Target};
 use crate::resource::Resource;
@@ -208,6 +209,8 @@ async fn serve(
         Bytes::new()
     };
     let content_type = header_text(headers, header::CONTENT_TYPE);
+    let manager =
+        managed::manager_name(query.get("fieldManager").map(String::as_str), &header_text(headers, header::USER_AGENT));
     if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
         // Better an explicit refusal than a dry run that writes.
         return Err(ApiError::BadRequest("dryRun is not supported by cronshard-sim".into()));
@@ -220,9 +223,9 @@ async fn serve(
             drop(seat);
             watch(state, target, query)
         }
-        "create" => create(state, target, query, &content_type, &body),
-        "update" => update(state, target, query, &content_type, &body),
-        "patch" => patch(state, target, query, &content_type, &body),
+        "create" => create(state, target, query, &content_type, &body, &manager),
+        "update" => update(state, target, query, &content_type, &body, &manager),
+        "patch" => patch(state, target, query, &content_type, &body, &manager),
         "delete" => delete(state, target, query, &body),
         _ => delete_collection(state, target, query, &body),
     }

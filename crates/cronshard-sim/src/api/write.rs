@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::outcome::Outcome;
 use crate::SimState;
 use crate::error::{ApiError, Result};
+use crate::managed::{self, Write};
 use crate::protobuf;
 use crate::request::{Target, name_of, namespace_of};
 use crate::resource::Resource;
@@ -78,6 +79,7 @@ pub(super) fn create(
     query: &HashMap<String, String>,
     content_type: &str,
     body: &[u8],
+    manager: &str,
 ) -> Result<Outcome> {
     let validation = field_validation(query)?;
     let (mut object, warnings) = decode(target.resource, body_value(target.resource, content_type, body)?, validation)?;
@@ -120,7 +122,10 @@ pub(super) fn create(
     {
         o.remove("status");
     }
-    target.resource.apply_defaults(&mut object, &uid);
+    target.resource.apply_defaults(&mut object);
+    let write =
+        Write { resource: target.resource, manager, subresource: None, time: state.store().clock().now_rfc3339() };
+    managed::record(&write, None, &mut object);
     target.resource.prepare_for_create(&mut object);
     target.resource.validate(&object, true)?;
     ensure_namespace(state, target.resource, object["metadata"]["namespace"].as_str().unwrap_or(""))?;
@@ -129,7 +134,8 @@ pub(super) fn create(
 }
 
 /// The new state after an update or patch of the object or its `/status`: a write to the
-/// object keeps the stored status; a write to `/status` changes only the status.
+/// object keeps the stored status (and a Namespace its finalizers, which only `/finalize`
+/// changes); a write to `/status` changes only the status.
 fn merge_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
     if target.subresource.as_deref() == Some("status") {
         let mut merged = old.clone();
@@ -141,6 +147,15 @@ fn merge_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
         }
         merged["metadata"]["resourceVersion"] = new["metadata"]["resourceVersion"].clone();
         return merged;
+    }
+    if target.resource == Resource::Namespaces {
+        let finalizers = old["spec"].get("finalizers").cloned();
+        if !new["spec"].is_object() {
+            new["spec"] = json!({});
+        }
+        if let (Some(spec), Some(finalizers)) = (new["spec"].as_object_mut(), finalizers) {
+            spec.insert("finalizers".into(), finalizers);
+        }
     }
     if target.resource.has_status() {
         match old.get("status") {
@@ -159,8 +174,10 @@ fn write_existing(
     state: &SimState,
     target: &Target,
     validation: &'static str,
+    manager: &str,
     make: impl FnOnce(&Value) -> Result<Value>,
 ) -> Result<Outcome> {
+    let time = state.store().clock().now_rfc3339();
     let mut warnings = Vec::new();
     let stored = state.store().update(target.resource, namespace_of(target), name_of(target), |current| {
         let old = current.value();
@@ -171,8 +188,9 @@ fn write_existing(
             return Err(ApiError::Conflict { resource: target.resource, name: current.name.clone() });
         }
         let mut new = merge_subresource(target, &old, decoded);
-        let uid = current.uid.clone();
-        target.resource.apply_defaults(&mut new, &uid);
+        target.resource.apply_defaults(&mut new);
+        let write = Write { resource: target.resource, manager, subresource: target.subresource.as_deref(), time };
+        managed::record(&write, Some(&old), &mut new);
         // kube-apiserver's status strategies do not validate the spec again: an object stored
         // before a rule existed can still get its status written.
         if target.subresource.as_deref() != Some("status") {
@@ -189,6 +207,7 @@ pub(super) fn update(
     query: &HashMap<String, String>,
     content_type: &str,
     body: &[u8],
+    manager: &str,
 ) -> Result<Outcome> {
     let validation = field_validation(query)?;
     let value = body_value(target.resource, content_type, body)?;
@@ -210,7 +229,7 @@ pub(super) fn update(
     let exists = state.store().get(target.resource, namespace_of(target), name_of(target)).is_some();
     if !exists && target.subresource.is_none() && target.resource.allow_create_on_update() {
         let collection = Target { name: None, ..target.clone() };
-        return create(state, &collection, query, content_type, body);
+        return create(state, &collection, query, content_type, body, manager);
     }
     if target.resource == Resource::Leases && resource_version_of(&value)?.is_none() {
         return Err(ApiError::Invalid {
@@ -224,7 +243,7 @@ pub(super) fn update(
             )],
         });
     }
-    write_existing(state, target, validation, |_| Ok(value))
+    write_existing(state, target, validation, manager, |_| Ok(value))
 }
 
 pub(super) fn patch(
@@ -233,6 +252,7 @@ pub(super) fn patch(
     query: &HashMap<String, String>,
     content_type: &str,
     body: &[u8],
+    manager: &str,
 ) -> Result<Outcome> {
     let validation = field_validation(query)?;
     let media = content_type.split(';').next().unwrap_or("").trim().to_owned();
@@ -249,7 +269,7 @@ pub(super) fn patch(
     };
     let patch_body: Value =
         serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-    write_existing(state, target, validation, move |old| {
+    write_existing(state, target, validation, manager, move |old| {
         let mut patched = old.clone();
         if json_patch {
             let operations: json_patch::Patch = serde_json::from_value(patch_body)

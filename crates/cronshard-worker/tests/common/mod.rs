@@ -119,8 +119,17 @@ pub async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// Runs every bucket of `ctx` (as a single replica that owns them all) and the replica's
 /// watches (labellers, Namespace spread defaults) in the background; send `true` to stop.
 pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+    let (stop, all, _listed) = start_counting_listed(ctx);
+    (stop, all)
+}
+
+/// [`start`], with the count of buckets that have both their lists in.
+pub fn start_counting_listed(
+    ctx: Arc<Context>,
+) -> (tokio::sync::watch::Sender<bool>, tokio::task::JoinHandle<()>, Arc<std::sync::atomic::AtomicUsize>) {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let ready = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let listed = ready.clone();
     let all = tokio::spawn(async move {
         let buckets = ctx.settings.buckets.get();
         let mut tasks: Vec<_> = (0..buckets)
@@ -132,5 +141,5 @@ pub fn start(ctx: Arc<Context>) -> (tokio::sync::watch::Sender<bool>, tokio::tas
             task.await.expect("worker task");
         }
     });
-    (stop, all)
+    (stop, all, listed)
 }
