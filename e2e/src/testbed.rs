@@ -1,26 +1,17 @@
 //! A real control plane for tests: `scripts/kube-testbed` (etcd and kube-apiserver built from
-//! upstream's modules), one namespace per test, and a job completer standing in for the
-//! kubelet and Job controller that the testbed does not run.
+//! upstream's modules; with [`Cluster`] a whole cluster whose Jobs run on kwok's nodes), one
+//! namespace per test.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::watcher;
 use serde_json::json;
-
-/// Job label that makes the completer fail the Job instead of completing it.
-pub const OUTCOME_LABEL: &str = "testbed.cronshard.io/outcome";
-/// Job label: how long the completer lets the Job run, in seconds (default: the completer's).
-pub const RUN_SECONDS_LABEL: &str = "testbed.cronshard.io/run-seconds";
 
 /// What a control plane is started with.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +26,18 @@ pub struct Options {
     pub audit_policy: Option<PathBuf>,
     /// Extra kube-controller-manager flags (`KUBE_TESTBED_KCM_FLAGS`).
     pub controller_manager_flags: Option<String>,
+    /// A whole cluster (`--cluster`): kube-scheduler, every controller but the CronJob one,
+    /// and kwok's fake nodes running pods; `controllers` must be `None`.
+    pub cluster: Option<Cluster>,
+}
+
+/// The whole cluster's settings (`scripts/kube-testbed up --cluster`).
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    /// Fake nodes (`--nodes`; the script's default is 3).
+    pub nodes: Option<u32>,
+    /// Keep kube-controller-manager's own CronJob controller on (`--with-upstream-cronjob`).
+    pub upstream_cronjob: bool,
 }
 
 /// A running control plane; stopped when dropped, or when the test process exits (a reaper
@@ -89,6 +92,16 @@ impl Testbed {
         }
         if let Some(controllers) = &options.controllers {
             args.extend(["--controllers", controllers]);
+        }
+        let nodes = options.cluster.as_ref().and_then(|c| c.nodes).map(|n| n.to_string());
+        if let Some(cluster) = &options.cluster {
+            args.push("--cluster");
+            if let Some(nodes) = &nodes {
+                args.extend(["--nodes", nodes]);
+            }
+            if cluster.upstream_cronjob {
+                args.push("--with-upstream-cronjob");
+            }
         }
         for arg in &options.apiserver_args {
             args.extend(["--apiserver-arg", arg]);
@@ -150,7 +163,8 @@ impl Testbed {
         name
     }
 
-    /// The process id of `etcd`, `kube-apiserver` or `kube-controller-manager`, if it runs.
+    /// The process id of `etcd`, `kube-apiserver`, `kube-controller-manager`,
+    /// `kube-scheduler` or `kwok`, if it runs.
     pub fn pid(&self, process: &str) -> Option<u32> {
         std::fs::read_to_string(self.dir.join(format!("{process}.pid"))).ok()?.trim().parse().ok()
     }
@@ -191,92 +205,10 @@ fn rand_suffix() -> String {
     format!("{:05x}", (nanos ^ (n.wrapping_mul(0x9e37_79b9))) & 0xfffff)
 }
 
-/// Stands in for the kubelet and the Job controller: every new Job in `namespace` is
-/// started, then after its run time marked Complete (or Failed, by [`OUTCOME_LABEL`]) through
-/// the `/status` subresource, with the conditions the real Job controller writes.
-#[derive(Debug)]
-pub struct JobCompleter {
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl JobCompleter {
-    /// Completes each Job `run_for` after it is first seen (unless its labels say otherwise).
-    pub fn spawn(client: kube::Client, namespace: &str, run_for: Duration) -> JobCompleter {
-        let jobs: Api<Job> = Api::namespaced(client, namespace);
-        let task = tokio::spawn(async move {
-            let mut seen = std::collections::HashSet::new();
-            let mut stream = watcher(jobs.clone(), watcher::Config::default()).boxed();
-            while let Some(event) = stream.next().await {
-                let (Ok(watcher::Event::Apply(job)) | Ok(watcher::Event::InitApply(job))) = event else {
-                    continue;
-                };
-                let uid = job.metadata.uid.clone().unwrap_or_default();
-                if finished(&job) || !seen.insert(uid) {
-                    continue;
-                }
-                tokio::spawn(run_job(jobs.clone(), job, run_for));
-            }
-        });
-        JobCompleter { task }
-    }
-}
-
-impl Drop for JobCompleter {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 /// Whether a Job has finished (Complete or Failed).
 pub fn finished(job: &Job) -> bool {
     job.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True"))
-}
-
-async fn run_job(jobs: Api<Job>, job: Job, default_run: Duration) {
-    let name = job.metadata.name.clone().unwrap_or_default();
-    let labels: BTreeMap<String, String> = job.metadata.labels.clone().unwrap_or_default();
-    let run_for =
-        labels.get(RUN_SECONDS_LABEL).and_then(|s| s.parse::<u64>().ok()).map_or(default_run, Duration::from_secs);
-    let fails = labels.get(OUTCOME_LABEL).is_some_and(|o| o == "Failed");
-    let start = json!({"status": {"startTime": now(), "active": 1, "ready": 0}});
-    if !patch_status(&jobs, &name, &start).await {
-        return;
-    }
-    tokio::time::sleep(run_for).await;
-    let ended = now();
-    let condition = |kind: &str, reason: &str| {
-        json!({"type": kind, "status": "True", "lastProbeTime": ended, "lastTransitionTime": ended,
-            "reason": reason, "message": "set by the testbed's job completer"})
-    };
-    let end = if fails {
-        json!({"status": {"active": 0, "ready": 0, "failed": 1, "conditions": [
-            condition("FailureTarget", "BackoffLimitExceeded"), condition("Failed", "BackoffLimitExceeded")]}})
-    } else {
-        json!({"status": {"active": 0, "ready": 0, "succeeded": 1, "completionTime": ended, "conditions": [
-            condition("SuccessCriteriaMet", "CompletionsReached"), condition("Complete", "CompletionsReached")]}})
-    };
-    patch_status(&jobs, &name, &end).await;
-}
-
-/// Merges `status` into the Job's `/status`, retrying what a busy server can fail (a test
-/// must not hang on a Job left running); false once the Job is gone.
-async fn patch_status(jobs: &Api<Job>, name: &str, status: &serde_json::Value) -> bool {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(status)).await {
-            Ok(_) => return true,
-            Err(kube::Error::Api(e)) if e.code == 404 => return false,
-            Err(_) => {
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
-            }
-        }
-    }
-}
-
-fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

@@ -58,7 +58,7 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
     let ticks = writer(client.clone(), &ns);
     let owner = create_cronjob(&client, &ns, &cronjob("owner", "0 0 1 1 *", json!({}))).await;
     for i in 0..12 {
-        create_owned_job(&client, &owner, &format!("owner-{}", 1000 + i), json!({})).await;
+        create_owned_job(&client, &owner, &format!("owner-{}", 1000 + i), &[]).await;
     }
 
     // A continue token held while etcd compacts: the real 410 and upstream's message.

@@ -12,8 +12,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::real::{
-    JobCompleter, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, jobs, minute_of,
-    now_seconds, replica, rfc3339, set_cronjob_status, wait_until,
+    Cluster, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, jobs, minute_of, now_seconds,
+    replica, rfc3339, set_cronjob_status, wait_until,
 };
 use common::{http, terminate, tool, workspace};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
@@ -63,7 +63,7 @@ async fn seed(testbed: &Testbed, client: &kube::Client, prefix: &str) -> String 
     let spec = json!({"successfulJobsHistoryLimit": 1});
     let cj = create_cronjob(client, &ns, &cronjob("overdue", "* * * * *", spec)).await;
     for age in [9, 8] {
-        create_owned_job(client, &cj, &format!("overdue-{}", minute - age), json!({})).await;
+        create_owned_job(client, &cj, &format!("overdue-{}", minute - age), &[]).await;
     }
     set_cronjob_status(client, &ns, "overdue", json!({"lastScheduleTime": rfc3339((minute - 5) * 60)})).await;
     ns
@@ -78,7 +78,8 @@ fn forbidden(metrics_text: &str, log: &Path) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
-    let testbed = tokio::task::spawn_blocking(|| Testbed::shared(&Options::default())).await.expect("testbed");
+    let options = Options { cluster: Some(Cluster::default()), ..Options::default() };
+    let testbed = tokio::task::spawn_blocking(move || Testbed::shared(&options)).await.expect("testbed");
     let admin = testbed.admin_kubeconfig();
     let client = testbed.client().await;
     install_monitoring_crds(&admin);
@@ -144,7 +145,6 @@ const REPLICA_ARGS: [&str; 6] = ["--namespace", "cronshard", "--buckets", "64", 
 async fn the_chart_rbac_is_enough(testbed: &Testbed, client: &kube::Client) {
     let sa = testbed.cronshard_kubeconfig();
     let ns = seed(testbed, client, "rbac").await;
-    let _completer = JobCompleter::spawn(client.clone(), &ns, Duration::from_secs(1));
     let log = testbed.dir().join("rbac-full.log");
     let (mut run, metrics) = replica(&sa, "rbac-full", &REPLICA_ARGS, &log);
     wait_until("the overdue run, its status, its Events and the cleanup", Duration::from_secs(60), || async {

@@ -1,5 +1,6 @@
-//! The CronJob semantics against a real kube-apiserver and etcd (`scripts/kube-testbed`): one
-//! `cronshard run` replica and one real minute boundary for every case at once. The Job a run
+//! The CronJob semantics on a whole cluster (`scripts/kube-testbed up --cluster`: the real Job
+//! controller, scheduler and kwok's nodes run every Job): one `cronshard run` replica and one
+//! real minute boundary for every case at once. The Job a run
 //! creates (upstream's name, labels, annotations, ownerReference), the status fields, suspend,
 //! Allow, Forbid and Replace with a run still active, history limits, a missed run started
 //! late, and Events with upstream's reasons, all through real validation and real watches.
@@ -13,8 +14,8 @@ mod common;
 use std::time::Duration;
 
 use common::real::{
-    JobCompleter, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, finished, get_cronjob,
-    jobs, minute_of, now_seconds, replica, rfc3339, set_cronjob_status, wait_until,
+    Cluster, Options, Testbed, create_cronjob, create_owned_job, cronjob, event_reasons, finished, get_cronjob, jobs,
+    minute_of, now_seconds, replica, rfc3339, set_cronjob_status, wait_until,
 };
 use common::{http, terminate};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -27,8 +28,7 @@ const LONG_RUN: &str = "3600";
 async fn with_active_run(client: &kube::Client, ns: &str, name: &str, policy: &str, minute: i64) -> CronJob {
     let cj = create_cronjob(client, ns, &cronjob(name, "* * * * *", json!({"concurrencyPolicy": policy}))).await;
     let previous = format!("{name}-{minute}");
-    let labels = json!({"testbed.cronshard.io/run-seconds": LONG_RUN});
-    create_owned_job(client, &cj, &previous, labels).await;
+    create_owned_job(client, &cj, &previous, &["sleep", LONG_RUN]).await;
     set_cronjob_status(
         client,
         ns,
@@ -46,11 +46,11 @@ fn job_named<'a>(all: &'a [Job], name: &str) -> Option<&'a Job> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_apiserver_sees_upstream_semantics() {
-    let testbed = tokio::task::spawn_blocking(|| Testbed::shared(&Options::default())).await.expect("testbed");
+    let options = Options { cluster: Some(Cluster::default()), ..Options::default() };
+    let testbed = tokio::task::spawn_blocking(move || Testbed::shared(&options)).await.expect("testbed");
     let client = testbed.client().await;
     let ns = testbed.namespace("semantics").await;
     let leases = testbed.namespace("leases").await;
-    let _completer = JobCompleter::spawn(client.clone(), &ns, Duration::from_secs(2));
     let minute = minute_of(now_seconds());
     let fire = seed(&client, &ns, minute).await;
 
@@ -92,9 +92,8 @@ async fn seed(client: &kube::Client, ns: &str, minute: i64) -> CronJob {
     let history = create_cronjob(client, ns, &cronjob("history", "0 0 1 1 *", limits)).await;
     // Runs of earlier minutes that `lastScheduleTime` records (a run it does not record yet
     // is never deleted).
-    for (age, outcome) in [(10, "Complete"), (9, "Complete"), (8, "Complete"), (7, "Failed"), (6, "Failed")] {
-        let labels = json!({"testbed.cronshard.io/outcome": outcome});
-        create_owned_job(client, &history, &format!("history-{}", minute - age), labels).await;
+    for (age, command) in [(10, &[][..]), (9, &[]), (8, &[]), (7, &["/bin/false"]), (6, &["/bin/false"])] {
+        create_owned_job(client, &history, &format!("history-{}", minute - age), command).await;
     }
     set_cronjob_status(client, ns, "history", json!({"lastScheduleTime": rfc3339((minute - 6) * 60)})).await;
     // Down for five minutes: the newest missed run starts at once, the older ones are dropped.
@@ -144,7 +143,8 @@ async fn the_first_run_is_upstreams_job(client: &kube::Client, ns: &str, minute:
     assert_eq!(Some(&owner.uid), fire.metadata.uid.as_ref());
     assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
 
-    // The completer finishes the run: lastSuccessfulTime, active emptied, SawCompletedJob.
+    // Its pod runs on a fake node and the Job controller completes it: lastSuccessfulTime,
+    // active emptied, SawCompletedJob.
     let status = wait_until("fire's status after its run", Duration::from_secs(30), || async {
         let status = get_cronjob(client, ns, "fire").await.status?;
         (status.last_successful_time.is_some() && status.active.as_ref().is_none_or(Vec::is_empty)).then_some(status)
@@ -185,7 +185,7 @@ async fn the_policies_hold_at_the_same_boundary(client: &kube::Client, ns: &str,
             .then_some(())
     })
     .await;
-    // Allow's new run was completed by the completer; the long one it kept is still active.
+    // Allow's new run completed; the long one it kept is still active.
     wait_until("Allow's status after the boundary", Duration::from_secs(30), || async {
         let status = get_cronjob(client, ns, "allow").await.status?;
         let active: Vec<String> = status.active.unwrap_or_default().into_iter().filter_map(|r| r.name).collect();

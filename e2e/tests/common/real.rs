@@ -9,7 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-pub use cronshard_e2e::testbed::{JobCompleter, Options, Testbed, config_from, finished};
+pub use cronshard_e2e::testbed::{Cluster, Options, Testbed, config_from, finished};
 
 /// Polls `check` every 250 ms until it returns `Some`, or panics after `timeout` naming `what`.
 pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
@@ -51,15 +51,20 @@ pub async fn set_cronjob_status(client: &kube::Client, namespace: &str, name: &s
         .expect("patch cronjob status");
 }
 
-/// Creates a Job owned by `owner`, as an earlier run of it; `labels` go on the Job.
-pub async fn create_owned_job(client: &kube::Client, owner: &CronJob, name: &str, labels: Value) -> Job {
+/// Creates a Job owned by `owner`, as an earlier run of it. On a whole cluster its pod's
+/// `command` decides how it ends (testbed/kwok/stages/: `sleep N` runs N seconds, `/bin/false`
+/// fails, none succeeds after a second); it never retries a failure.
+pub async fn create_owned_job(client: &kube::Client, owner: &CronJob, name: &str, command: &[&str]) -> Job {
     let namespace = owner.metadata.namespace.as_deref().expect("namespace");
+    let mut container = json!({"name": "c", "image": "busybox"});
+    if !command.is_empty() {
+        container["command"] = json!(command);
+    }
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "labels": labels, "ownerReferences": [{"apiVersion": "batch/v1",
+        "metadata": {"name": name, "ownerReferences": [{"apiVersion": "batch/v1",
             "kind": "CronJob", "name": owner.metadata.name, "uid": owner.metadata.uid,
             "controller": true, "blockOwnerDeletion": true}]},
-        "spec": {"template": {"spec": {"restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "busybox"}]}}}});
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}});
     let api: Api<Job> = Api::namespaced(client.clone(), namespace);
     api.create(&PostParams::default(), &serde_json::from_value(job).expect("job")).await.expect("create job")
 }
