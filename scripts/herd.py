@@ -59,10 +59,12 @@ def main():
         lines = []
         for i in range(a.cronjobs):
             ns, name = f"team-{i % 50}", f"herd-{i:06}"
-            bucket = fnv1a(f"{ns}/{name}".encode()) % a.buckets
+            uid = f"00000000-0000-4000-8000-{i:012x}"
+            # The bucket of the uid: the k whose range [k*2^64/B, (k+1)*2^64/B) holds its hash.
+            bucket = ((fnv1a(uid.encode()) + 1) * a.buckets - 1) >> 64
             lines.append(json.dumps({
                 "apiVersion": "batch/v1", "kind": "CronJob",
-                "metadata": {"name": name, "namespace": ns, "creationTimestamp": created,
+                "metadata": {"name": name, "namespace": ns, "uid": uid, "creationTimestamp": created,
                              "labels": {"cronshard.io/bucket": str(bucket)}},
                 "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
                     "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}))

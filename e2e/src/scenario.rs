@@ -223,10 +223,19 @@ impl Scenario {
     }
 }
 
+/// The uid a seeded CronJob is loaded with: fixed by its namespace and name, so the harness
+/// knows its bucket (and labels it) before the simulator stores it.
+pub fn seed_uid(namespace: &str, name: &str) -> String {
+    let fnv = cronshard_types::bucket::fnv1a64;
+    let (hi, lo) = (fnv(&[namespace.as_bytes(), b"/", name.as_bytes()]), fnv(&[name.as_bytes(), b"/", namespace.as_bytes()]));
+    format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48, lo & 0xffff_ffff_ffff)
+}
+
 impl CronJobSeed {
     /// The object for the simulator's bulk load, labelled with its bucket of `buckets`.
     pub fn object(&self, buckets: NonZeroU32) -> Value {
-        let b = cronshard_types::bucket(&self.namespace, &self.name, buckets);
+        let uid = seed_uid(&self.namespace, &self.name);
+        let b = cronshard_types::bucket_of_uid(&uid, buckets);
         let mut spec = json!({"schedule": self.schedule, "concurrencyPolicy": "Allow",
             "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1,
             "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
@@ -236,7 +245,7 @@ impl CronJobSeed {
         }
         let labels = if self.appears_s > 0.0 { json!({}) } else { json!({"cronshard.io/bucket": b.to_string()}) };
         let mut object = json!({"apiVersion": "batch/v1", "kind": "CronJob",
-            "metadata": {"name": self.name, "namespace": self.namespace, "labels": labels,
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": labels, "uid": uid,
                 "creationTimestamp": cronshard_types::Zone::utc().format_rfc3339(self.created)},
             "spec": spec});
         if let Some(spread) = &self.spread {

@@ -138,9 +138,10 @@ fn start(names: &[&str], cronjobs: usize, join_grace: &'static str, tag: &str) -
     let mut seed = String::new();
     for i in 0..cronjobs {
         let (namespace, name) = ("default".to_owned(), format!("tick-{i:04}"));
-        let b = cronshard_types::bucket(&namespace, &name, std::num::NonZeroU32::new(64).expect("64"));
+        let uid = cronshard_e2e::scenario::seed_uid(&namespace, &name);
+        let b = cronshard_types::bucket_of_uid(&uid, std::num::NonZeroU32::new(64).expect("64"));
         let cj = json!({"apiVersion": "batch/v1", "kind": "CronJob",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created,
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created, "uid": uid,
                 "labels": {"cronshard.io/bucket": b.to_string()}},
             "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
                 "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});

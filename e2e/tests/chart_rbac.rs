@@ -25,7 +25,7 @@ const TOKEN: &str = "cronshard-sa-token";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:cronshard:cronshard";
 
 fn bucket_label(name: &str) -> String {
-    cronshard_types::bucket("default", name, NonZeroU32::MIN).to_string()
+    cronshard_types::bucket_of_uid(&format!("uid-{name}"), NonZeroU32::MIN).to_string()
 }
 
 fn cronjob(name: &str, schedule: &str, labelled: bool, extra: Value) -> Value {

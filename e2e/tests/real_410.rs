@@ -84,6 +84,8 @@ async fn a_held_continue_token_expires_and_the_labelling_pass_starts_over() {
         buckets: NonZeroU32::MIN,
         selector: None,
         dst_policy: Default::default(),
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: Default::default(),
     };
     let ctx =
         Context::new(config, Limiter::new(1.0, 1), settings, Clock::default(), Default::default()).expect("context");

@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use cronshard_types::BucketFunction;
 use tokio::time::Instant;
 
 use crate::assign::{Assignment, Holding, Member, member_set_hash};
 use crate::error::{Error, Result};
-use crate::lease::{CONFIG_NAME, LeaseInfo, Role};
+use crate::lease::{CONFIG_NAME, Layout, LeaseInfo, Role};
 
 /// The shortest renew period: renewals are writes, and a few per second per replica is the most
 /// the API server should see.
@@ -126,13 +127,14 @@ pub struct View {
 #[derive(Debug)]
 pub struct Membership {
     me: String,
-    buckets: u32,
+    layout: Layout,
     timing: Timing,
     members: BTreeMap<String, Seen>,
     bucket_leases: BTreeMap<u32, Seen>,
-    /// The bucket count of record (the config Lease), once seen; remembered if the Lease
-    /// is deleted, so deleting it does not stop the deployment.
-    record: Option<u32>,
+    /// The bucket count and function of record (the config Lease; `None` for a function this
+    /// release does not know), once seen; remembered if the Lease is deleted, so deleting it
+    /// does not stop the deployment.
+    record: Option<(u32, Option<BucketFunction>)>,
     /// The config Lease exists as of the last list or event.
     record_stored: bool,
     view: View,
@@ -144,10 +146,10 @@ pub struct Membership {
 impl Membership {
     /// An empty index for replica `me`; `now` on the monotonic clock is `wall_us` on the wall
     /// clock (microseconds since the epoch).
-    pub fn new(me: &str, buckets: u32, timing: Timing, now: Instant, wall_us: i64) -> Self {
+    pub fn new(me: &str, layout: Layout, timing: Timing, now: Instant, wall_us: i64) -> Self {
         Membership {
             me: me.to_owned(),
-            buckets,
+            layout,
             timing,
             members: BTreeMap::new(),
             bucket_leases: BTreeMap::new(),
@@ -160,7 +162,12 @@ impl Membership {
 
     /// The bucket count of record, once the config Lease has been seen.
     pub fn record(&self) -> Option<u32> {
-        self.record
+        self.record.map(|(count, _)| count)
+    }
+
+    /// The bucket count and function of record, when they are this replica's.
+    fn record_is_mine(&self) -> bool {
+        self.record == Some((self.layout.buckets, Some(self.layout.function)))
     }
 
     /// The config Lease is missing: never created, or deleted (the record is remembered).
@@ -215,7 +222,9 @@ impl Membership {
                 self.members.insert(identity, seen);
             }
             Role::Config => {
-                self.record = info.bucket_count.or(self.record);
+                if let Some(count) = info.bucket_count {
+                    self.record = Some((count, info.bucket_function));
+                }
                 self.record_stored = true;
             }
         }
@@ -309,27 +318,40 @@ impl Membership {
         }
     }
 
-    /// Why this replica must not act, if it must not: its bucket count is not the one of
-    /// record. Without a record yet, it waits (the coordinator creates the record).
+    /// Why this replica must not act, if it must not: its bucket count or function is not the
+    /// one of record. Without a record yet, it waits (the coordinator creates the record).
     fn refusal(&self) -> Option<String> {
-        match self.record {
-            Some(record) if record != self.buckets => Some(format!(
+        let (record, function) = self.record?;
+        let Layout { buckets, function: mine } = self.layout;
+        if record != buckets {
+            return Some(format!(
                 "the deployment's bucket count of record is {record} (Lease {CONFIG_NAME}) and this replica runs with \
-                 --buckets {}: refusing to act; to change the count, scale to zero, delete that Lease and the \
-                 cronshard.io/bucket labels, then deploy with the new count",
-                self.buckets
+                 --buckets {buckets}: refusing to act; to change the count, scale to zero, delete that Lease and the \
+                 cronshard.io/bucket labels, then deploy with the new count"
+            ));
+        }
+        match function {
+            Some(function) if function == mine => None,
+            Some(function) => Some(format!(
+                "the deployment's bucket function of record is {function} (Lease {CONFIG_NAME}) and this replica runs \
+                 with --bucket-function {mine}: refusing to act; run it with --bucket-function {function}, or move the \
+                 deployment to {mine} as docs/operations.md says"
             )),
-            _ => None,
+            None => Some(format!(
+                "the deployment's bucket function of record (Lease {CONFIG_NAME}) is one this release does not know: \
+                 refusing to act; run the release that recorded it"
+            )),
         }
     }
 
     fn compute(&self, now: Instant) -> View {
         let live: Vec<(&String, &Seen)> = self.members.iter().filter(|(_, s)| self.alive(s, now)).collect();
         let refused = self.refusal();
-        let counted = self.record.unwrap_or(self.buckets);
+        let counted = self.record().unwrap_or(self.layout.buckets);
+        let function = self.record.map_or(Some(self.layout.function), |(_, f)| f);
         let candidates: Vec<Member> = live
             .iter()
-            .filter(|(_, s)| s.info.bucket_count == Some(counted))
+            .filter(|(_, s)| s.info.bucket_count == Some(counted) && s.info.bucket_function == function)
             .map(|(id, s)| Member { name: (*id).clone(), settled: self.settled(s, now) })
             .collect();
         let me_alive = self.is_alive(&self.me, now);
@@ -346,7 +368,7 @@ impl Membership {
             .collect();
         let assignment = Assignment::sticky(&candidates, counted, &holdings);
         let members: Vec<String> = assignment.members().to_vec();
-        let acting = refused.is_none() && self.record == Some(self.buckets);
+        let acting = refused.is_none() && self.record_is_mine();
         let mine = if acting { assignment.buckets_of(&self.me) } else { BTreeSet::new() };
         let unowned = (0..counted)
             .filter(|b| match self.bucket_state(*b, now) {

@@ -38,6 +38,10 @@ pub struct Report {
     pub buckets: u32,
     /// The count of record is stored (false: no replica has recorded one yet).
     pub recorded: bool,
+    /// The bucket function of record (`uid`, `name`, or `unknown` for one this release does
+    /// not know); absent while none is recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_function: Option<String>,
     pub members: Vec<Member>,
     /// Buckets with no Lease, a released one, or a holder that is not a live member.
     pub unowned: Vec<u32>,
@@ -56,7 +60,7 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::err
     let now = k8s_openapi::jiff::Timestamp::now();
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
     let mut holders: BTreeMap<u32, (LeaseInfo, Option<String>)> = BTreeMap::new();
-    let mut record = None;
+    let (mut record, mut function) = (None, None);
     for lease in &leases.items {
         let Some(info) = LeaseInfo::from_lease(lease) else { continue };
         match &info.role {
@@ -78,7 +82,10 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::err
                 let acquired = lease.spec.as_ref().and_then(|s| s.acquire_time.as_ref()).map(|t| t.0.to_string());
                 holders.insert(*b, (info, acquired));
             }
-            Role::Config => record = info.bucket_count,
+            Role::Config => {
+                record = info.bucket_count;
+                function = Some(info.bucket_function.map_or("unknown", |f| f.as_str()).to_owned());
+            }
         }
     }
     let buckets = record.unwrap_or(buckets);
@@ -107,6 +114,7 @@ pub async fn read(api: &Api<Lease>, namespace: &str, buckets: u32) -> crate::err
         namespace: namespace.to_owned(),
         buckets,
         recorded: record.is_some(),
+        bucket_function: function.filter(|_| record.is_some()),
         members: members.into_values().collect(),
         unowned,
         last_transitions,
@@ -144,6 +152,9 @@ pub fn render(report: &Report) -> String {
         report.buckets,
         report.members.len()
     );
+    if let Some(function) = &report.bucket_function {
+        let _ = writeln!(out, "bucket function {function}");
+    }
     let _ = writeln!(out, "\n{:<40} {:>8} {:>9} {:>8}  BUCKETS", "MEMBER", "RENEWED", "--buckets", "OWNED");
     for m in &report.members {
         let renewed = match (m.renewed_seconds_ago, m.expired) {

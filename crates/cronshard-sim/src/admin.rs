@@ -25,6 +25,7 @@ pub(crate) fn routes() -> Router<SimState> {
         .route("/sim/error-rate", put(error_rate))
         .route("/sim/latency", put(latency))
         .route("/sim/pause", post(pause))
+        .route("/sim/feature-gates", put(feature_gates))
         .route("/sim/resume", post(resume))
         .route("/sim/partition", post(partition))
         .route("/sim/heal", post(heal))
@@ -68,6 +69,21 @@ async fn latency(State(state): State<SimState>, Json(body): Json<Latency>) -> Re
 async fn pause(State(state): State<SimState>) -> Response {
     // Like an apiserver restart: open watches end, new requests wait until it is back.
     state.0.faults.update(|f| f.paused = true);
+    state.drop_watches();
+    Json(state.0.faults.snapshot()).into_response()
+}
+
+/// The feature gates the simulator has (kube-apiserver's names).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeatureGates {
+    #[serde(rename = "ShardedListAndWatch")]
+    sharded_list_and_watch: bool,
+}
+
+async fn feature_gates(State(state): State<SimState>, Json(body): Json<FeatureGates>) -> Response {
+    // Switching a gate takes a restart of kube-apiserver: open watches end.
+    state.0.faults.update(|f| f.sharded_list_and_watch = body.sharded_list_and_watch);
     state.drop_watches();
     Json(state.0.faults.snapshot()).into_response()
 }

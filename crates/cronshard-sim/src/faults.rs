@@ -40,6 +40,9 @@ pub struct FaultState {
     pub latency: Latency,
     pub paused: bool,
     pub partitions: HashMap<String, PartitionMode>,
+    /// kube-apiserver's `ShardedListAndWatch` feature gate: lists and watches honour
+    /// `shardSelector`. Switchable at run time, as a restart with another flag would.
+    pub sharded_list_and_watch: bool,
 }
 
 #[derive(Debug)]
@@ -50,9 +53,9 @@ pub struct Faults {
 }
 
 impl Faults {
-    pub fn new(latency: Latency) -> Self {
+    pub fn new(latency: Latency, sharded_list_and_watch: bool) -> Self {
         Faults {
-            state: Mutex::new(FaultState { latency, ..FaultState::default() }),
+            state: Mutex::new(FaultState { latency, sharded_list_and_watch, ..FaultState::default() }),
             changed: tokio::sync::watch::channel(0).0,
         }
     }

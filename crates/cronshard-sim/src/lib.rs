@@ -22,6 +22,7 @@ pub mod request;
 pub mod resource;
 pub mod runner;
 pub mod selector;
+pub mod shard;
 pub mod store;
 mod validation;
 
@@ -53,6 +54,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Namespaces that exist at start.
     pub namespaces: Vec<String>,
+    /// kube-apiserver's `ShardedListAndWatch` feature gate at start (alpha: off by default).
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for Config {
@@ -69,6 +72,7 @@ impl Default for Config {
             runner: None,
             max_body_bytes: 3 * 1024 * 1024,
             namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"].map(str::to_owned).to_vec(),
+            sharded_list_and_watch: false,
         }
     }
 }
@@ -105,7 +109,7 @@ impl SimState {
         }
         let shared = Shared {
             flow: flow::Flow::new(config.flow.clone()),
-            faults: faults::Faults::new(config.latency.clone()),
+            faults: faults::Faults::new(config.latency.clone(), config.sharded_list_and_watch),
             audit: audit::Audit::default(),
             metrics: metrics::Metrics::default(),
             watch_epoch: tokio::sync::watch::channel(0).0,

@@ -95,6 +95,9 @@ pub struct ListParams {
     pub allow_bookmarks: bool,
     pub timeout_seconds: Option<u64>,
     pub send_initial_events: bool,
+    /// `shardSelector` as given: read (and validated) only while the `ShardedListAndWatch`
+    /// gate is on; kube-apiserver ignores it otherwise.
+    pub shard: Option<String>,
 }
 
 /// A list continue token, encoded as kube-apiserver encodes it: base64 of
@@ -156,6 +159,9 @@ impl ListParams {
             p.limit = usize::try_from(limit.max(0)).unwrap_or(0);
         }
         p.watch = parse_bool("watch", get("watch").unwrap_or(""))?;
+        if let Some(shard) = get("shardSelector").filter(|s| !s.is_empty()) {
+            p.shard = Some(shard.to_owned());
+        }
         p.allow_bookmarks = parse_bool("allowWatchBookmarks", get("allowWatchBookmarks").unwrap_or(""))?;
         p.send_initial_events = parse_bool("sendInitialEvents", get("sendInitialEvents").unwrap_or(""))?;
         if let Some(t) = get("timeoutSeconds").filter(|t| !t.is_empty()) {

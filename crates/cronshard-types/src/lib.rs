@@ -14,7 +14,7 @@ pub mod spread;
 pub mod throttle;
 pub mod zone;
 
-pub use bucket::bucket;
+pub use bucket::{BucketFunction, bucket_of_name, bucket_of_uid, shard_selector};
 pub use cronjob::{CronJobSchedule, Due};
 pub use error::{Error, FieldError, Result};
 pub use jiff::Timestamp;

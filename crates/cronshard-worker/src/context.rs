@@ -7,6 +7,7 @@ use crate::api::fence::Fence;
 use crate::api::limiter::Limiter;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
+use crate::sharding::{Filtering, ServerSideSharding, Sharding};
 
 /// A replica's settings.
 #[derive(Clone, Debug)]
@@ -18,6 +19,10 @@ pub struct Settings {
     pub selector: Option<String>,
     /// How schedules fire around daylight-saving transitions (`--dst-policy`).
     pub dst_policy: cronshard_types::DstPolicy,
+    /// How CronJobs map to buckets (`--bucket-function`).
+    pub bucket_function: cronshard_types::BucketFunction,
+    /// Whether buckets ask the API server to filter their CronJobs (`--server-side-sharding`).
+    pub server_side_sharding: ServerSideSharding,
 }
 
 /// Shared by all buckets of one replica.
@@ -37,6 +42,8 @@ pub struct Context {
     pub leftovers: crate::watches::leftovers::Leftovers,
     /// The Namespaces' `cronshard.io/spread` defaults.
     pub namespace_spreads: crate::objects::namespace_spreads::NamespaceSpreads,
+    /// Whether the buckets' CronJobs are selected by label or by the server, now.
+    pub sharding: Arc<Sharding>,
     /// Throttles for repeated log lines, by call site.
     logs: std::sync::Mutex<std::collections::HashMap<&'static str, cronshard_types::throttle::Throttle>>,
 }
@@ -62,6 +69,11 @@ impl Context {
         let client = crate::api::client::build(config, metrics.api.clone(), fence.clone())?;
         Ok(Arc::new(Context {
             event_series: Default::default(),
+            sharding: Arc::new(Sharding::new(
+                settings.server_side_sharding,
+                settings.bucket_function,
+                metrics.server_side_sharding.clone(),
+            )),
             client,
             limiter,
             metrics,
@@ -90,12 +102,26 @@ impl Context {
         }
     }
 
-    /// The label selector of one bucket, with the migration selector if any.
-    pub fn bucket_selector(&self, bucket: u32) -> String {
-        let own = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
-        match &self.settings.selector {
-            Some(extra) if !extra.trim().is_empty() => format!("{own},{extra}"),
-            _ => own,
+    /// The bucket of the CronJob `namespace/name` with `uid`.
+    pub fn bucket_of(&self, namespace: &str, name: &str, uid: &str) -> u32 {
+        self.settings.bucket_function.bucket(namespace, name, uid, self.settings.buckets)
+    }
+
+    /// Where bucket `bucket` lists and watches its CronJobs under `filtering`: the client
+    /// (with the bucket's `shardSelector` when the server filters) and the label selector
+    /// (the bucket label when it does not, plus the migration selector).
+    pub fn cronjob_source(&self, bucket: u32, filtering: Filtering) -> (kube::Client, String) {
+        let extra = self.settings.selector.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        match filtering {
+            Filtering::Labels => {
+                let own = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
+                (self.client.clone(), extra.map_or(own.clone(), |extra| format!("{own},{extra}")))
+            }
+            Filtering::Server => {
+                let selector = cronshard_types::shard_selector(bucket, self.settings.buckets);
+                let client = crate::sharding::sharded_client(self.client.clone(), selector, self.sharding.clone());
+                (client, extra.unwrap_or_default().to_owned())
+            }
         }
     }
 }

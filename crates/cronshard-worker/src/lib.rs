@@ -15,6 +15,7 @@ mod error;
 pub mod events;
 pub mod metrics;
 pub mod objects;
+pub mod sharding;
 mod stop;
 pub mod watches;
 

@@ -90,6 +90,10 @@ pub struct Metrics {
     pub spread_ignored: Family<ReasonLabels, Counter>,
     /// Objects in owned buckets that the client cannot decode (skipped).
     pub undecodable: Family<KindLabels, Counter>,
+    /// Objects a bucket's watch delivered that belong to another bucket (dropped).
+    pub foreign: Family<KindLabels, Counter>,
+    /// 1 while the buckets' CronJobs are selected by the API server (`shardSelector`).
+    pub server_side_sharding: Gauge,
 }
 
 impl Default for Metrics {
@@ -114,6 +118,8 @@ impl Default for Metrics {
             spread_runs: Counter::default(),
             spread_ignored: Family::default(),
             undecodable: Family::default(),
+            foreign: Family::default(),
+            server_side_sharding: Gauge::default(),
             registry: Registry::default(),
         };
         m.every_reason_at_zero();
@@ -205,6 +211,16 @@ impl Metrics {
             "Objects in owned buckets the client cannot decode, skipped so their buckets keep working",
             self.undecodable.clone(),
         );
+        r.register(
+            "cronshard_foreign_objects",
+            "Objects a bucket's watch delivered that belong to another bucket, dropped unacted on",
+            self.foreign.clone(),
+        );
+        r.register(
+            "cronshard_server_side_sharding",
+            "1 while the API server selects the buckets' CronJobs (shardSelector), 0 while the label does",
+            self.server_side_sharding.clone(),
+        );
     }
 
     /// Every known reason from the start, at 0: `increase()` cannot see a series' first
@@ -221,6 +237,9 @@ impl Metrics {
         }
         for reason in cronshard_types::spread::IGNORED_REASONS {
             drop(self.spread_ignored.get_or_create(&ReasonLabels { reason: reason.to_owned() }));
+        }
+        for kind in ["CronJob", "Job"] {
+            drop(self.foreign.get_or_create(&KindLabels { kind: kind.to_owned() }));
         }
         for reason in crate::api::adaptive::Cut::LABELS {
             drop(self.rate_cuts.get_or_create(&ReasonLabels { reason: (*reason).to_owned() }));

@@ -31,7 +31,14 @@ fn move_clocks_to(sim: &SimState, clock: &Clock, at: &str) {
 }
 
 fn replica(config: kube::Config, clock: &Clock, dst_policy: DstPolicy) -> std::sync::Arc<Context> {
-    let settings = Settings { identity: "replica-test".into(), buckets: NonZeroU32::MIN, selector: None, dst_policy };
+    let settings = Settings {
+        identity: "replica-test".into(),
+        buckets: NonZeroU32::MIN,
+        selector: None,
+        dst_policy,
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: Default::default(),
+    };
     Context::new(config, Limiter::new(0.0, 1), settings, clock.clone(), Default::default()).expect("context")
 }
 

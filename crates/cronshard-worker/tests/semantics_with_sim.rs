@@ -193,6 +193,8 @@ async fn a_due_create_never_waits_for_history_cleanup() {
         buckets: std::num::NonZeroU32::MIN,
         selector: None,
         dst_policy: Default::default(),
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: Default::default(),
     };
     let limiter = cronshard_worker::api::limiter::Limiter::new(20.0, 1);
     let ctx =

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use cronshard_types::DstPolicy;
+use cronshard_types::{BucketFunction, DstPolicy};
+use cronshard_worker::sharding::ServerSideSharding;
 
 use crate::replica::{self, ReplicaSettings};
 
@@ -31,6 +32,17 @@ pub(crate) struct RunArgs {
     /// replica records it in Lease cronshard-config; a replica that disagrees refuses).
     #[arg(long, env = "CRONSHARD_BUCKETS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_BUCKETS)))]
     buckets: u32,
+    /// How CronJobs map to buckets: `uid` (a range of the FNV-1a hash of the CronJob's uid,
+    /// which kube-apiserver can filter by) or `name` (the hash of namespace/name, recorded
+    /// by deployments made before there was a choice); must be the deployment's function of
+    /// record (Lease cronshard-config), or the replica refuses.
+    #[arg(long, env = "CRONSHARD_BUCKET_FUNCTION", default_value = "uid")]
+    bucket_function: BucketFunction,
+    /// Whether buckets ask the API server to select their CronJobs (shardSelector,
+    /// Kubernetes' ShardedListAndWatch feature gate) instead of labelling every CronJob:
+    /// `auto` when the server shows it filters, `on` always, `off` never.
+    #[arg(long, env = "CRONSHARD_SERVER_SIDE_SHARDING", default_value = "auto")]
+    server_side_sharding: ServerSideSharding,
     /// Namespace of the member and bucket Leases; default: $POD_NAMESPACE, else the
     /// kubeconfig's (or service account's) namespace.
     #[arg(long, env = "POD_NAMESPACE")]
@@ -104,6 +116,8 @@ impl RunArgs {
             metrics_addr: self.metrics_addr,
             selector: self.selector,
             buckets: self.buckets,
+            bucket_function: self.bucket_function,
+            server_side_sharding: self.server_side_sharding,
             namespace: self.namespace,
             renew_period: self.renew_period,
             renew_deadline: self.renew_deadline,

@@ -80,6 +80,9 @@ async fn run(args: Args) -> Result<(), String> {
         buckets: NonZeroU32::MIN,
         selector: None,
         dst_policy: cronshard_types::DstPolicy::Upstream,
+        // The in-tree controller has no buckets: one, never filtered on the server.
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: cronshard_worker::sharding::ServerSideSharding::Off,
     };
     // client-go has no cap on requests in flight, only its token bucket.
     let budget = RateBudget { qps: args.qps, burst: f64::from(args.burst), deployment_qps: 0.0, adaptive: false };

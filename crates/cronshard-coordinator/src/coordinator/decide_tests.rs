@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::time::{Instant, advance};
 
 use super::*;
-use crate::lease::Role;
+use crate::lease::{Layout, Role};
 
 const BUCKETS: u32 = 4;
 
@@ -23,6 +23,7 @@ fn info(role: Role, rv: u32, holder: Option<&str>, acquired: Option<&str>) -> Le
         bucket_count: Some(BUCKETS),
         acquire_time: acquired.map(Into::into),
         incarnation: None,
+        bucket_function: Some(cronshard_types::BucketFunction::Uid),
     }
 }
 
@@ -35,7 +36,7 @@ fn member(id: &str, rv: u32) -> LeaseInfo {
 fn decider(timing: Timing) -> Decider {
     let now = Instant::now();
     let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
-    let index = Membership::new("me", BUCKETS, timing, now, wall);
+    let index = Membership::new("me", Layout { buckets: BUCKETS, function: cronshard_types::BucketFunction::Uid }, timing, now, wall);
     let mut d = Decider::new(timing, index, now);
     // The watch delivers the record: from now on it is followed.
     d.applied(Some(info(Role::Config, 1, None, None)), now);

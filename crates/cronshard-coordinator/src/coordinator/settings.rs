@@ -4,10 +4,11 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
+use cronshard_types::BucketFunction;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::error::{Error, Result};
-use crate::lease::member_name;
+use crate::lease::{Layout, member_name};
 use crate::membership::Timing;
 
 /// The replica's wall clock: every time the coordinator writes into a Lease (acquireTime,
@@ -22,6 +23,8 @@ pub struct Settings {
     /// Where the Leases live (the release namespace).
     pub namespace: String,
     pub buckets: NonZeroU32,
+    /// How CronJobs map to buckets ([`Settings::new`]: by uid).
+    pub bucket_function: BucketFunction,
     pub timing: Timing,
     /// The replica's one wall clock ([`Settings::new`]: the system's).
     pub wall_clock: WallClock,
@@ -33,6 +36,7 @@ impl fmt::Debug for Settings {
             .field("identity", &self.identity)
             .field("namespace", &self.namespace)
             .field("buckets", &self.buckets)
+            .field("bucket_function", &self.bucket_function)
             .field("timing", &self.timing)
             .finish_non_exhaustive()
     }
@@ -45,9 +49,15 @@ impl Settings {
             identity: identity.into(),
             namespace: namespace.into(),
             buckets,
+            bucket_function: BucketFunction::Uid,
             timing,
             wall_clock: Arc::new(Timestamp::now),
         }
+    }
+
+    /// The bucket count and function, as written on the Leases.
+    pub fn layout(&self) -> Layout {
+        Layout { buckets: self.buckets.get(), function: self.bucket_function }
     }
 
     pub fn validate(&self) -> Result<()> {

@@ -1,6 +1,7 @@
 //! The membership index, judged at chosen instants.
 
 use super::*;
+use crate::lease::Layout;
 
 fn member(id: &str, rv: u32, buckets: u32, since: &str) -> LeaseInfo {
     LeaseInfo {
@@ -12,6 +13,7 @@ fn member(id: &str, rv: u32, buckets: u32, since: &str) -> LeaseInfo {
         bucket_count: Some(buckets),
         acquire_time: Some(since.into()),
         incarnation: None,
+        bucket_function: Some(BucketFunction::Uid),
     }
 }
 
@@ -25,6 +27,7 @@ fn bucket(b: u32, holder: &str, rv: u32) -> LeaseInfo {
         bucket_count: Some(4),
         acquire_time: None,
         incarnation: None,
+        bucket_function: Some(BucketFunction::Uid),
     }
 }
 
@@ -40,12 +43,17 @@ fn config(buckets: u32, rv: u32) -> LeaseInfo {
         bucket_count: Some(buckets),
         acquire_time: None,
         incarnation: None,
+        bucket_function: Some(BucketFunction::Uid),
     }
+}
+
+fn uid(buckets: u32) -> Layout {
+    Layout { buckets, function: BucketFunction::Uid }
 }
 
 /// An index for `me` at `t0` that has seen the bucket count of record, `buckets`.
 fn index(me: &str, buckets: u32, timing: Timing, t0: Instant) -> Membership {
-    let mut m = Membership::new(me, buckets, timing, t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
+    let mut m = Membership::new(me, uid(buckets), timing, t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
     m.apply(config(buckets, 0), t0);
     m
 }
@@ -193,7 +201,7 @@ fn a_replica_whose_bucket_count_is_not_the_record_refuses_however_old_it_is() {
     let t0 = Instant::now();
     let mut old = index("old", 4, Timing::default(), t0);
     let mut new =
-        Membership::new("new", 8, Timing::default(), t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
+        Membership::new("new", uid(8), Timing::default(), t0, k8s_openapi::jiff::Timestamp::now().as_microsecond());
     // Before the record is seen, nobody acts.
     new.reset(vec![member("new", 2, 8, "2026-06-01T00:00:00Z")], t0);
     assert!(new.view().mine.is_empty() && new.view().refused.is_none());
@@ -214,4 +222,30 @@ fn a_replica_whose_bucket_count_is_not_the_record_refuses_however_old_it_is() {
     old.delete(&Role::Config, t0);
     assert!(old.record_missing());
     assert_eq!((old.record(), old.view().mine.len()), (Some(4), 4));
+}
+
+#[test]
+fn a_replica_whose_bucket_function_is_not_the_record_refuses_and_is_left_out() {
+    let t0 = Instant::now();
+    let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
+    let by_name = Layout { buckets: 4, function: BucketFunction::Name };
+    let mut legacy = Membership::new("legacy", by_name, Timing::default(), t0, wall);
+    let mut new = Membership::new("new", uid(4), Timing::default(), t0, wall);
+    // A record written before there was a choice names no function: `name`.
+    let record = LeaseInfo { bucket_function: Some(BucketFunction::Name), ..config(4, 1) };
+    let legacy_member =
+        LeaseInfo { bucket_function: Some(BucketFunction::Name), ..member("legacy", 3, 4, "2026-06-01T00:00:00Z") };
+    let leases = vec![record, legacy_member, member("new", 2, 4, "2026-01-01T00:00:00Z")];
+    legacy.reset(leases.clone(), t0);
+    new.reset(leases, t0);
+    assert!(legacy.view().refused.is_none());
+    assert_eq!(legacy.view().members, vec!["legacy"], "the member with the other function is left out");
+    assert_eq!(legacy.view().mine.len(), 4);
+    let refused = new.view().refused.expect("refuses");
+    assert!(refused.contains("function of record is name") && refused.contains("--bucket-function uid"), "{refused}");
+    assert!(new.view().mine.is_empty());
+    // A function this release does not know: refuse, whatever this replica runs with.
+    let future = LeaseInfo { bucket_function: None, ..config(4, 2) };
+    new.apply(future, t0);
+    assert!(new.view().refused.is_some_and(|r| r.contains("does not know")) && new.view().mine.is_empty());
 }

@@ -195,7 +195,8 @@ pub(super) fn delete_collection(
 ) -> Result<Outcome> {
     let params = ListParams::parse(query, target.resource)?;
     let (propagation, _, _) = delete_options(target.resource, query, body)?;
-    let filter = selector_filter(target, &params);
+    // A delete collection is not sharded.
+    let filter = selector_filter(target, &params, None);
     let page = state.store().list(target.resource, target.namespace.as_deref(), ReadAt::Latest, None, 0, &filter)?;
     let mut deleted = Vec::new();
     for object in page.items {

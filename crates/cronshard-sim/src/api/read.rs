@@ -11,6 +11,7 @@ use super::outcome::Outcome;
 use crate::SimState;
 use crate::error::{ApiError, Result};
 use crate::request::{ContinueToken, ListParams, Match, Target, name_of, namespace_of};
+use crate::shard::ShardSelector;
 use crate::store::{Object, ReadAt};
 
 pub(super) fn get(state: &SimState, target: &Target) -> Result<Outcome> {
@@ -24,19 +25,34 @@ pub(super) fn get(state: &SimState, target: &Target) -> Result<Outcome> {
 pub(super) fn selector_filter(
     target: &Target,
     params: &ListParams,
+    shard: Option<ShardSelector>,
 ) -> impl Fn(&Object) -> bool + Send + Sync + 'static {
     let labels = params.labels.clone();
     let fields = params.fields.clone();
     let namespace = target.namespace.clone();
     move |o: &Object| {
-        namespace.as_deref().is_none_or(|ns| o.namespace == ns) && labels.matches(&o.labels) && fields.matches(o)
+        namespace.as_deref().is_none_or(|ns| o.namespace == ns)
+            && labels.matches(&o.labels)
+            && fields.matches(o)
+            && shard.as_ref().is_none_or(|s| s.matches(o))
+    }
+}
+
+/// The request's shard selector, if the `ShardedListAndWatch` gate is on (off, kube-apiserver
+/// drops the field unread).
+pub(super) fn shard_selector(state: &SimState, params: &ListParams) -> Result<Option<ShardSelector>> {
+    match &params.shard {
+        Some(text) if state.0.faults.snapshot().sharded_list_and_watch => Ok(Some(ShardSelector::parse(text)?)),
+        _ => Ok(None),
     }
 }
 
 pub(super) async fn list(state: &SimState, target: &Target, query: &HashMap<String, String>) -> Result<Outcome> {
     let params = ListParams::parse(query, target.resource)?;
     let store = state.store();
-    let filter = selector_filter(target, &params);
+    let shard = shard_selector(state, &params)?;
+    let shard_text = shard.as_ref().map(|s| s.text.clone());
+    let filter = selector_filter(target, &params, shard);
     // Which revision, and whether from storage (paginated, costs per object) or the watch
     // cache (newest state, `limit` ignored), follows kube-apiserver's rules.
     let (at, from_storage) = match (&params.continue_token, params.resource_version, params.rv_match) {
@@ -72,6 +88,9 @@ pub(super) async fn list(state: &SimState, target: &Target, query: &HashMap<Stri
     let mut metadata = json!({"resourceVersion": page.revision.to_string()});
     if let Some(after) = page.continue_after {
         metadata["continue"] = json!(ContinueToken { rv: page.revision, after }.encode());
+    }
+    if let Some(selector) = shard_text {
+        metadata["shardInfo"] = json!({ "selector": selector });
     }
     let head = format!(
         "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",

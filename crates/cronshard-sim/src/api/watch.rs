@@ -104,6 +104,7 @@ type WatchSender = tokio::sync::mpsc::Sender<std::result::Result<Bytes, std::io:
 /// Answers a watch with a 200 whose body streams the events; the stream runs in its own task.
 pub(super) fn watch(state: &SimState, target: &Target, query: &HashMap<String, String>) -> Result<Outcome> {
     let params = ListParams::parse(query, target.resource)?;
+    let shard = super::read::shard_selector(state, &params)?;
     let resource = target.resource;
     let initial = params.send_initial_events || params.resource_version.is_none_or(|rv| rv == 0);
     let from = if initial { None } else { params.resource_version };
@@ -132,7 +133,7 @@ pub(super) fn watch(state: &SimState, target: &Target, query: &HashMap<String, S
         .map(Duration::from_secs)
         .unwrap_or(shared.config.default_watch_timeout);
     let stream = WatchStream {
-        matches: Box::new(selector_filter(target, &params)),
+        matches: Box::new(selector_filter(target, &params, shard)),
         tx,
         epoch: shared.watch_epoch.subscribe(),
         deadline: tokio::time::Instant::now() + timeout,

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cronshard_types::bucket;
 use cronshard_types::keys::BUCKET_LABEL;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -18,6 +17,7 @@ use serde_json::json;
 use crate::api::limiter::Priority;
 use crate::api::request::sent_within;
 use crate::context::Context;
+use crate::sharding::Filtering;
 
 /// Label patches in flight at once.
 const LABEL_CONCURRENCY: usize = 16;
@@ -33,13 +33,38 @@ fn selector(ctx: &Context) -> String {
     }
 }
 
-fn label_patch(bucket: u32) -> Patch<serde_json::Value> {
+/// The metadata patch that writes bucket `bucket` into an object's label.
+pub(crate) fn label_patch(bucket: u32) -> Patch<serde_json::Value> {
     Patch::Merge(json!({"metadata": {"labels": {BUCKET_LABEL: bucket.to_string()}}}))
+}
+
+/// Labels new CronJobs whose bucket is in `owned` while buckets select their CronJobs by
+/// label (never while the API server selects them), until `stop`.
+pub async fn label_new_cronjobs(
+    ctx: Arc<Context>,
+    owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut filtering = ctx.sharding.subscribe();
+    loop {
+        if *filtering.borrow_and_update() == Filtering::Labels {
+            let labelling = label_while_on_labels(ctx.clone(), owned.clone(), stop.clone());
+            tokio::select! {
+                () = labelling => return,
+                changed = filtering.changed() => if changed.is_err() { return },
+            }
+        } else {
+            tokio::select! {
+                () = crate::stop::stop_signal(&mut stop) => return,
+                changed = filtering.changed() => if changed.is_err() { return },
+            }
+        }
+    }
 }
 
 /// Labels new CronJobs whose bucket is in `owned`, until `stop`. Unlabelled CronJobs of
 /// buckets owned elsewhere are remembered and labelled if their bucket moves here.
-pub async fn label_new_cronjobs(
+async fn label_while_on_labels(
     ctx: Arc<Context>,
     mut owned: tokio::sync::watch::Receiver<BTreeSet<u32>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -119,8 +144,9 @@ impl Waiting {
         match event {
             Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
                 let resource_version = meta.metadata.resource_version.unwrap_or_default();
+                let uid = meta.metadata.uid.unwrap_or_default();
                 let (namespace, name) = (meta.metadata.namespace?, meta.metadata.name?);
-                let b = bucket(&namespace, &name, ctx.settings.buckets);
+                let b = ctx.bucket_of(&namespace, &name, &uid);
                 if owned.contains(&b) {
                     return Some(Unlabelled { namespace, name, bucket: b, resource_version });
                 }
@@ -200,7 +226,7 @@ pub async fn label_orphan_jobs(ctx: &Context, owns: &impl Fn(u32) -> bool, page:
                 continue;
             };
             let (Some(namespace), Some(name)) = (&job.metadata.namespace, &job.metadata.name) else { continue };
-            let b = bucket(namespace, &owner.name, ctx.settings.buckets);
+            let b = ctx.bucket_of(namespace, &owner.name, &owner.uid);
             if !owns(b) {
                 continue;
             }

@@ -28,6 +28,8 @@ pub fn context(config: kube::Config, clock: &Clock) -> Arc<Context> {
         buckets: NonZeroU32::MIN,
         selector: None,
         dst_policy: Default::default(),
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: Default::default(),
     };
     Context::new(config, Limiter::new(0.0, 1), settings, clock.clone(), Default::default()).expect("context")
 }

@@ -9,7 +9,9 @@ use axum::http::header;
 use cronshard_coordinator::{Settings as CoordinatorSettings, Timing, WallClock};
 use cronshard_worker::api::adaptive::RateBudget;
 use cronshard_worker::api::limiter::Limiter;
+use cronshard_types::BucketFunction;
 use cronshard_worker::metrics::Metrics;
+use cronshard_worker::sharding::ServerSideSharding;
 use cronshard_worker::{Clock, Context, Settings};
 use prometheus_client::registry::Registry;
 
@@ -30,6 +32,9 @@ pub(super) async fn build(s: &ReplicaSettings) -> anyhow::Result<Replica> {
     let identity =
         s.identity.clone().or_else(default_identity).context("no --identity, no POD_NAME and no hostname")?;
     check_selector(s.selector.as_deref())?;
+    if s.server_side_sharding == ServerSideSharding::On && s.bucket_function != BucketFunction::Uid {
+        bail!("--server-side-sharding on needs --bucket-function uid: the API server hashes uids, not names");
+    }
     let buckets = NonZeroU32::new(s.buckets).context("--buckets must be at least 1")?;
     let timing = Timing {
         renew_period: s.renew_period,
@@ -47,8 +52,16 @@ pub(super) async fn build(s: &ReplicaSettings) -> anyhow::Result<Replica> {
     }
     let mut coordination = CoordinatorSettings::new(identity.clone(), namespace, buckets, timing);
     coordination.wall_clock = wall_clock(clock.clone());
+    coordination.bucket_function = s.bucket_function;
     coordination.validate()?;
-    let settings = Settings { identity, buckets, selector: s.selector.clone(), dst_policy: s.dst_policy };
+    let settings = Settings {
+        identity,
+        buckets,
+        selector: s.selector.clone(),
+        dst_policy: s.dst_policy,
+        bucket_function: s.bucket_function,
+        server_side_sharding: s.server_side_sharding,
+    };
     let metrics = Metrics::default();
     let coordinator_metrics = cronshard_coordinator::Metrics::default();
     let mut registry = Registry::default();

@@ -54,6 +54,15 @@ pub(crate) async fn run(settings: ReplicaSettings) -> anyhow::Result<()> {
     // client rate follows this replica's share, and the limiter adapts it to the server.
     let (owned_tx, owned_rx) = watch::channel(BTreeSet::new());
     tokio::spawn(follow_ownership(ownership.clone(), owned_tx, ctx.clone(), buckets.get()));
+    // Before anything selects CronJobs: whether the server filters them decides whether the
+    // labeller writes a single label.
+    tokio::select! {
+        () = ctx.sharding.probe_until_answered(&ctx.client, ctx.settings.bucket_function) => {}
+        () = cronshard::cli::shutdown_signal() => {
+            http.abort();
+            return Ok(());
+        }
+    }
     let adapting = ctx.clone();
     let adapt = tokio::spawn(async move { keep_adapting(&adapting.limiter, &adapting.metrics).await });
     let replica_watches =

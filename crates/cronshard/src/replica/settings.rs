@@ -14,6 +14,10 @@ pub(crate) struct ReplicaSettings {
     pub(crate) metrics_addr: SocketAddr,
     pub(crate) selector: Option<String>,
     pub(crate) buckets: u32,
+    /// `--bucket-function`.
+    pub(crate) bucket_function: cronshard_types::BucketFunction,
+    /// `--server-side-sharding`.
+    pub(crate) server_side_sharding: cronshard_worker::sharding::ServerSideSharding,
     /// Of the member and bucket Leases; None: the kubeconfig's.
     pub(crate) namespace: Option<String>,
     pub(crate) renew_period: Duration,

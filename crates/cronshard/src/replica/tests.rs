@@ -26,6 +26,8 @@ fn context(budget: RateBudget) -> Arc<Context> {
         buckets: NonZeroU32::new(64).expect("64"),
         selector: None,
         dst_policy: Default::default(),
+        bucket_function: cronshard_types::BucketFunction::Uid,
+        server_side_sharding: Default::default(),
     };
     Context::new(config, Limiter::with_budget(budget), settings, Clock::default(), Default::default()).expect("context")
 }

@@ -1,10 +1,11 @@
-//! `--shard i/N`: one shard of the CronJobs, by cronshard's bucket hash.
+//! `--shard i/N`: one shard of the CronJobs, by cronshard's bucket function of uids (which
+//! kube-apiserver can evaluate itself, when it offers shard selectors).
 
 use std::num::NonZeroU32;
 use std::str::FromStr;
 
-/// One shard of the CronJobs, `i/N`: those whose bucket among N is i (cronshard's own
-/// bucket hash, computed here), so that several shadow processes share a huge cluster.
+/// One shard of the CronJobs, `i/N`: those whose bucket among N is i (cronshard's `uid`
+/// bucket function), so that several shadow processes share a huge cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Shard {
     pub(crate) index: u32,
@@ -33,8 +34,13 @@ impl std::fmt::Display for Shard {
 }
 
 impl Shard {
-    pub(crate) fn holds(&self, namespace: &str, name: &str) -> bool {
-        cronshard_types::bucket(namespace, name, self.count) == self.index
+    pub(crate) fn holds(&self, uid: &str) -> bool {
+        cronshard_types::bucket_of_uid(uid, self.count) == self.index
+    }
+
+    /// What kube-apiserver needs to list and watch this shard only.
+    pub(crate) fn selector(&self) -> String {
+        cronshard_types::shard_selector(self.index, self.count)
     }
 }
 
@@ -52,8 +58,12 @@ mod tests {
             assert!(e.contains("i/N"), "{e}");
         }
         let n = NonZeroU32::new(4).expect("4");
-        let held = (0..4).filter(|i| Shard { index: *i, count: n }.holds("team-a", "nightly")).count();
+        let uid = "bd03d006-03d2-42a5-af54-1179e96c02c8";
+        let held = (0..4).filter(|i| Shard { index: *i, count: n }.holds(uid)).count();
         assert_eq!(held, 1, "every CronJob is in exactly one shard");
-        assert!(Shard { index: cronshard_types::bucket("team-a", "nightly", n), count: n }.holds("team-a", "nightly"));
+        let shard = Shard { index: cronshard_types::bucket_of_uid(uid, n), count: n };
+        assert!(shard.holds(uid));
+        // The hash of this uid is 0x1dd8…, in the first quarter.
+        assert_eq!(shard.selector(), "shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000')");
     }
 }

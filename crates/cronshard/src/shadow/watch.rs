@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use cronshard_types::BucketFunction;
 use cronshard_worker::Clock;
+use cronshard_worker::sharding::{Filtering, ServerSideSharding, Sharding, sharded_client};
 use cronshard_worker::objects::decoded::{Decoded, decodable};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -56,7 +58,11 @@ pub(crate) async fn run(
     if let Some(selector) = &options.selector {
         config = config.labels(selector);
     }
-    let mut cronjobs = watcher(Api::<Decoded<CronJob>>::all(client.clone()), config).default_backoff().boxed();
+    let cronjob_client = match options.shard {
+        Some(shard) => shard_client(&client, shard).await,
+        None => client.clone(),
+    };
+    let mut cronjobs = watcher(Api::<Decoded<CronJob>>::all(cronjob_client), config).default_backoff().boxed();
     let jobs_config = watcher::Config::default().page_size(500);
     let mut jobs = watcher(Api::<Decoded<Job>>::all(client.clone()), jobs_config).default_backoff().boxed();
     let mut namespaces = watcher(Api::<Namespace>::all(client), watcher::Config::default()).default_backoff().boxed();
@@ -96,6 +102,17 @@ pub(crate) async fn run(
         state.export_jobs_seen();
     }
     state.write_report()
+}
+
+/// The client for the shard's CronJob watch: with its shard selector when the API server
+/// shows it filters by one (the shard's own check applies either way).
+async fn shard_client(client: &kube::Client, shard: Shard) -> kube::Client {
+    let sharding = Arc::new(Sharding::new(ServerSideSharding::Auto, BucketFunction::Uid, Default::default()));
+    sharding.probe_until_answered(client, BucketFunction::Uid).await;
+    match sharding.filtering() {
+        Filtering::Server => sharded_client(client.clone(), shard.selector(), sharding),
+        Filtering::Labels => client.clone(),
+    }
 }
 
 struct State {
@@ -157,7 +174,7 @@ impl State {
         let namespace = cj.metadata.namespace.as_deref().unwrap_or_default();
         let spread = self.namespace_spreads.get(namespace).map(String::as_str);
         let view = cronjob_view(cj, spread, now, self.options.dst_policy)?;
-        if self.options.shard.is_some_and(|s| !s.holds(&view.namespace, &view.name)) {
+        if self.options.shard.is_some_and(|s| !s.holds(&view.uid)) {
             return None;
         }
         let uid = view.uid.clone();

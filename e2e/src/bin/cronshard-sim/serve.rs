@@ -69,9 +69,22 @@ pub(crate) struct SimArgs {
     /// Append the audit log to this file as JSON Lines.
     #[arg(long)]
     audit_log: Option<PathBuf>,
+    /// Feature gates, as kube-apiserver's --feature-gates (the simulator has one:
+    /// ShardedListAndWatch=true|false, off by default; PUT /sim/feature-gates switches it).
+    #[arg(long, value_parser = parse_feature_gates)]
+    feature_gates: Option<bool>,
     /// Bulk-load objects (JSON array, List or JSON Lines) at start, without validation.
     #[arg(long)]
     load: Vec<PathBuf>,
+}
+
+/// `ShardedListAndWatch=true|false`, the one gate the simulator knows.
+fn parse_feature_gates(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "ShardedListAndWatch=true" => Ok(true),
+        "ShardedListAndWatch=false" => Ok(false),
+        other => Err(format!("unknown feature gate {other:?}: the simulator has ShardedListAndWatch=true|false")),
+    }
 }
 
 fn runner(args: &SimArgs) -> Result<Option<cronshard_sim::runner::RunnerConfig>, String> {
@@ -105,6 +118,7 @@ fn config(args: &SimArgs) -> Result<Config, String> {
         bookmark_interval: args.bookmark_interval.max(Duration::from_millis(100)),
         allow_anonymous: !args.no_anonymous,
         runner: runner(args)?,
+        sharded_list_and_watch: args.feature_gates.unwrap_or(false),
         ..Config::default()
     };
     config.flow.admitted_writes_per_s = args.admitted_writes_per_s.max(0.0);

@@ -49,9 +49,10 @@ impl<B: Buckets> Coordinator<B> {
 
     /// Creates the config Lease with this replica's count (409: someone has; read theirs).
     async fn write_record(&mut self) -> kube::Result<()> {
-        let record = match self.api.create(&PostParams::default(), &config_lease(self.settings.buckets.get())).await {
+        let record = match self.api.create(&PostParams::default(), &config_lease(self.settings.layout())).await {
             Ok(created) => {
-                tracing::info!(buckets = self.settings.buckets.get(), "recorded the deployment's bucket count");
+                let (buckets, function) = (self.settings.buckets.get(), self.settings.bucket_function.as_str());
+                tracing::info!(buckets, function, "recorded the deployment's bucket count and function");
                 created
             }
             Err(kube::Error::Api(s)) if s.code == 409 => self.api.get(CONFIG_NAME).await?,
@@ -115,7 +116,7 @@ impl<B: Buckets> Coordinator<B> {
         let lease = member_lease(
             &self.settings.identity,
             &self.incarnation,
-            self.settings.buckets.get(),
+            self.settings.layout(),
             self.lease_duration_s(),
             acquired,
             resource_version.clone(),

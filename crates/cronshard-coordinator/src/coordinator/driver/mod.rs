@@ -72,7 +72,7 @@ impl<B: Buckets> Coordinator<B> {
         now: Instant,
     ) -> Self {
         let wall = (settings.wall_clock)().as_microsecond();
-        let index = Membership::new(&settings.identity, settings.buckets.get(), settings.timing, now, wall);
+        let index = Membership::new(&settings.identity, settings.layout(), settings.timing, now, wall);
         Coordinator {
             state: Decider::new(settings.timing, index, now),
             api,

@@ -3,6 +3,7 @@
 //! keeps one timer queue of next sync times, runs the due syncs in rounds and writes what
 //! they decided. Nothing here walks all CronJobs or all Jobs of a namespace.
 
+mod foreign;
 mod rounds;
 mod unlabelled;
 
@@ -24,6 +25,7 @@ use crate::metrics::{ObjectLabels, ReasonLabels};
 use crate::objects::cached::CachedCronJob;
 use crate::objects::convert::{child_job, key};
 use crate::objects::decoded::{Decoded, decodable};
+use crate::sharding::Filtering;
 use cronshard_sync::SyncError;
 use cronshard_sync::{ChildJob, Outcome};
 
@@ -47,11 +49,19 @@ const PARALLEL_DELETES: usize = 64;
 
 type Watch<K> = Fuse<BoxStream<'static, Result<watcher::Event<Decoded<K>>, watcher::Error>>>;
 
-/// What a bucket listens to: its two watches and the signal to stop.
+/// What a bucket listens to: its two watches, how the server filters, and the signal to stop.
 struct Streams {
     cronjobs: Watch<CronJob>,
     jobs: Watch<Job>,
+    filtering: tokio::sync::watch::Receiver<Filtering>,
     stop: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The bucket's CronJob watch under `filtering` (initial list from the watch cache).
+fn cronjob_watch(ctx: &Context, bucket: u32, filtering: Filtering) -> Watch<CronJob> {
+    let (client, selector) = ctx.cronjob_source(bucket, filtering);
+    let config = watcher::Config::default().labels(&selector).any_semantic();
+    watcher(Api::<Decoded<CronJob>>::all(client), config).default_backoff().boxed().fuse()
 }
 
 struct Worker {
@@ -85,16 +95,16 @@ pub async fn run(
     stop: tokio::sync::watch::Receiver<bool>,
     ready: Arc<AtomicUsize>,
 ) {
-    let selector = ctx.bucket_selector(bucket);
-    let config = watcher::Config::default().labels(&selector).any_semantic();
+    let mut filtering = ctx.sharding.subscribe();
+    let now_filtering = *filtering.borrow_and_update();
     // Jobs carry the bucket label but not their CronJob's labels: the migration selector
     // chooses CronJobs only.
     let job_selector = format!("{}={bucket}", cronshard_types::keys::BUCKET_LABEL);
     let job_config = watcher::Config::default().labels(&job_selector).any_semantic();
-    let cronjobs = Api::<Decoded<CronJob>>::all(ctx.client.clone());
     let mut streams = Streams {
-        cronjobs: watcher(cronjobs, config).default_backoff().boxed().fuse(),
+        cronjobs: cronjob_watch(&ctx, bucket, now_filtering),
         jobs: watcher(Api::<Decoded<Job>>::all(ctx.client.clone()), job_config).default_backoff().boxed().fuse(),
+        filtering,
         stop,
     };
     let mut w = Worker::new(ctx.clone(), bucket, epoch);
@@ -119,6 +129,14 @@ pub async fn run(
             Some(written) = w.writing.join_next(), if !w.writing.is_empty() => w.write_done(written),
             deleted = w.history.next_done(), if !w.history.is_idle() => w.history.done(&ctx, deleted),
             _ = ctx.clock.changed() => w.reserve_next_herd(true),
+            // The server started or stopped filtering: list the bucket's CronJobs the new way
+            // (the relist replaces the cache as any relist does).
+            changed = streams.filtering.changed() => {
+                if changed.is_ok() {
+                    let now = *streams.filtering.borrow_and_update();
+                    streams.cronjobs = cronjob_watch(&ctx, bucket, now);
+                }
+            }
             // A Namespace's spread default changed (or the first list came): every CronJob
             // syncs with what it now implies.
             changed = namespace_spread_changes.changed() => {
@@ -190,7 +208,8 @@ impl Worker {
     ) {
         match event {
             Ok(event) => {
-                if let Some(event) = decodable(event, |bad| report_undecodable(&self.ctx, kind, bad)) {
+                let event = decodable(event, |bad| report_undecodable(&self.ctx, kind, bad));
+                if let Some(event) = event.and_then(|event| self.own(kind, event)) {
                     apply(self, event);
                 }
                 self.count();
@@ -255,7 +274,13 @@ impl Worker {
 
     fn on_cronjob(&mut self, event: watcher::Event<CronJob>) {
         match event {
-            watcher::Event::Init => self.cronjob_list.begin(),
+            watcher::Event::Init => {
+                // A relist on labels under `auto` is a moment to ask the server again.
+                if self.cronjob_list.listed() {
+                    self.ctx.sharding.reprobe_soon(&self.ctx.client, self.ctx.settings.bucket_function);
+                }
+                self.cronjob_list.begin();
+            }
             watcher::Event::InitApply(cj) => self.cronjob_list.add(CachedCronJob::new(cj)),
             watcher::Event::InitDone => {
                 let fresh = self.cronjob_list.done();
