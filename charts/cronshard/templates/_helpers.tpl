@@ -113,13 +113,23 @@ Render-time checks of values the schema cannot relate to each other.
 {{- if not (and (lt $period $deadline) (lt $deadline $duration)) }}
 {{- fail (printf "renewPeriod (%v) < renewDeadline (%v) < leaseDuration (%v) is required" .Values.renewPeriod .Values.renewDeadline .Values.leaseDuration) }}
 {{- end }}
-{{- /* The bucket count of a running deployment must never change (the bucket labels on
-CronJobs and Jobs would be wrong). lookup finds nothing under `helm template`, lint and
+{{- /* The bucket count and function of a running deployment must never change (the bucket
+labels on CronJobs and Jobs would be wrong). lookup finds nothing under `helm template`, lint and
 --dry-run=client, so this only guards real upgrades. */}}
 {{- $existing := lookup "apps/v1" "Deployment" .Release.Namespace (include "cronshard.fullname" .) }}
-{{- if $existing }}
+{{- /* Scaled to zero, nothing runs: the documented fresh start changes count or function there. */}}
+{{- if and $existing (gt (int (default 0 $existing.spec.replicas)) 0) }}
 {{- range $existing.spec.template.spec.containers }}
 {{- if eq .name "cronshard" }}
+{{- $function := "name" }}
+{{- range .args }}
+{{- if hasPrefix "--bucket-function=" (trimAll "\"" .) }}
+{{- $function = trimPrefix "--bucket-function=" (trimAll "\"" .) }}
+{{- end }}
+{{- end }}
+{{- if ne $function $.Values.bucketFunction }}
+{{- fail (printf "bucketFunction: the running Deployment maps CronJobs to buckets by %s and this upgrade asks for %s; replicas with another function than the deployment's refuse to act. Keep bucketFunction=%s, or move the deployment as docs/operations.md says" $function $.Values.bucketFunction $function) }}
+{{- end }}
 {{- range .args }}
 {{- if hasPrefix "--buckets=" . }}
 {{- $running := trimPrefix "--buckets=" . }}
