@@ -227,8 +227,16 @@ impl Scenario {
 /// knows its bucket (and labels it) before the simulator stores it.
 pub fn seed_uid(namespace: &str, name: &str) -> String {
     let fnv = cronshard_types::bucket::fnv1a64;
-    let (hi, lo) = (fnv(&[namespace.as_bytes(), b"/", name.as_bytes()]), fnv(&[name.as_bytes(), b"/", namespace.as_bytes()]));
-    format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48, lo & 0xffff_ffff_ffff)
+    let (hi, lo) =
+        (fnv(&[namespace.as_bytes(), b"/", name.as_bytes()]), fnv(&[name.as_bytes(), b"/", namespace.as_bytes()]));
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
 }
 
 impl CronJobSeed {

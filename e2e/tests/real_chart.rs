@@ -1,9 +1,9 @@
 //! The chart on a real kube-apiserver: `helm install` with every optional object (the
 //! ServiceMonitor and PrometheusRule against prometheus-operator's published CRDs) passes real
-//! validation; `helm upgrade` that changes `buckets` is refused; and `cronshard run` with the
-//! chart's service-account token, under the real RBAC authorizer, is forbidden nothing while it
-//! labels, runs, writes status, records Events, cleans up history and holds Leases, while
-//! with any one of the chart's rules removed it is refused something.
+//! validation; `helm upgrade` that changes `buckets` or `bucketFunction` is refused; and
+//! `cronshard run` with the chart's service-account token, under the real RBAC authorizer, is
+//! forbidden nothing while it labels, runs, writes status, records Events, cleans up history
+//! and holds Leases, while with any one of the chart's rules removed it is refused something.
 
 mod common;
 
@@ -111,6 +111,12 @@ async fn the_chart_installs_and_its_rbac_is_exactly_enough_on_a_real_server() {
     let out = helm(&admin, &upgrade);
     assert!(!out.status.success(), "an upgrade that changes buckets is refused");
     assert!(text(&out).contains("changing the bucket count of a deployment is not supported"), "{}", text(&out));
+    let mut upgrade = vec!["upgrade"];
+    upgrade.extend(INSTALL.iter().filter(|a| **a != "--create-namespace"));
+    upgrade.extend(["--set", "bucketFunction=name"]);
+    let out = helm(&admin, &upgrade);
+    assert!(!out.status.success(), "an upgrade that changes the bucket function is refused");
+    assert!(text(&out).contains("maps CronJobs to buckets by uid and this upgrade asks for name"), "{}", text(&out));
     the_chart_rbac_is_enough(testbed, &client).await;
     each_rule_is_needed(testbed, &client).await;
 }

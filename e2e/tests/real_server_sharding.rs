@@ -33,7 +33,8 @@ fn control_plane(gate: bool) -> Testbed {
     if gate {
         apiserver_args.push("--feature-gates=ShardedListAndWatch=true".into());
     }
-    Testbed::start(&Options { audit_policy: Some(policy), apiserver_args, ..Options::default() }).expect("control plane")
+    Testbed::start(&Options { audit_policy: Some(policy), apiserver_args, ..Options::default() })
+        .expect("control plane")
 }
 
 fn sharing_replica(testbed: &Testbed, lease_ns: &str, name: &str) -> (common::Proc, String) {
@@ -85,10 +86,13 @@ async fn audited(testbed: &Testbed, ns: &str, minutes: [i64; 2]) -> (Vec<String>
                 writes.push(format!("{verb} {resource}"));
             }
             let name = r["name"].as_str().unwrap_or_default();
-            if verb == "create" && resource == "jobs" && r["code"] == 201 {
-                if let Some((owner, m)) = name.rsplit_once('-').and_then(|(o, m)| Some((o, m.parse::<i64>().ok()?))) {
-                    created.entry(owner.to_owned()).or_default().push(m);
-                }
+            let run = name.rsplit_once('-').and_then(|(o, m)| Some((o, m.parse::<i64>().ok()?)));
+            if verb == "create"
+                && resource == "jobs"
+                && r["code"] == 201
+                && let Some((owner, m)) = run
+            {
+                created.entry(owner.to_owned()).or_default().push(m);
             }
         }
         let complete = created.len() == CRONJOBS && created.values().all(|ms| minutes.iter().all(|m| ms.contains(m)));
@@ -149,7 +153,12 @@ async fn three_replicas_under_500_cronjobs(testbed: &Testbed, filtering: f64) ->
     }
     let foreign: f64 =
         replicas.values().filter_map(|(_, m)| metric(m, "cronshard_foreign_objects_total{kind=\"CronJob\"}")).sum();
+    // The server's ranges are the buckets' own: none received another bucket's CronJob, so
+    // none went back to labels.
     assert_eq!(foreign, 0.0, "no bucket received another bucket's CronJob");
+    for (name, (_, metrics)) in &replicas {
+        assert_eq!(metric(metrics, "cronshard_server_side_sharding "), Some(filtering), "{name} at the end");
+    }
     for (_, (mut p, _)) in replicas {
         assert_eq!(terminate(&mut p), Some(0), "a replica exits cleanly on SIGTERM");
     }
@@ -170,5 +179,6 @@ async fn without_the_gate_auto_falls_back_to_labels() {
     let others = three_replicas_under_500_cronjobs(&testbed, 0.0).await;
     assert!(others.iter().all(|w| w == "patch cronjobs"), "{others:?}");
     assert!(others.len() >= CRONJOBS, "every CronJob labelled: {} label patches", others.len());
-    let _ = writeln!(std::io::stderr(), "gate off: {CRONJOBS} CronJobs, every run once, {} label patches", others.len());
+    let _ =
+        writeln!(std::io::stderr(), "gate off: {CRONJOBS} CronJobs, every run once, {} label patches", others.len());
 }

@@ -35,7 +35,7 @@ fn bad_settings_exit_2_before_any_request() {
     let server = TcpListener::bind("127.0.0.1:0").expect("bind");
     server.set_nonblocking(true).expect("nonblocking");
     let kubeconfig = kubeconfig(&dir, &format!("http://{}", server.local_addr().expect("addr")));
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--selector", "!!!=,,"], "--selector"),
         (&["--buckets", "4294967295"], "--buckets"),
         (&["--buckets", "4097"], "--buckets"),
@@ -45,6 +45,9 @@ fn bad_settings_exit_2_before_any_request() {
         (&["--deployment-qps=-5"], "--deployment-qps"),
         (&["--renew-period", "1ns"], "renew period"),
         (&["--lease-duration", "24000h"], "lease duration"),
+        (&["--bucket-function", "crc"], "--bucket-function"),
+        (&["--server-side-sharding", "maybe"], "--server-side-sharding"),
+        (&["--server-side-sharding", "on", "--bucket-function", "name"], "--bucket-function uid"),
     ];
     for (args, names) in cases {
         let (code, stderr) = run(&kubeconfig, args);

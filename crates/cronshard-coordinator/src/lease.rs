@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use cronshard_types::BucketFunction;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use cronshard_types::BucketFunction;
 use k8s_openapi::jiff::Timestamp;
 
 /// The role label every cronshard Lease carries.

@@ -175,7 +175,10 @@ async fn the_bucket_count_of_record_decides_not_who_is_older() {
     wait_for("big owns all 8", || big.ownership.borrow().settled() && big.ownership.borrow().owned.len() == 8).await;
     let record = sim.store().get(cronshard_sim::Resource::Leases, "default", "cronshard-config").expect("recorded");
     let annotations = &record.value()["metadata"]["annotations"];
-    assert_eq!((&annotations["cronshard.io/bucket-count"], &annotations["cronshard.io/bucket-function"]), (&"8".into(), &"uid".into()));
+    assert_eq!(
+        (&annotations["cronshard.io/bucket-count"], &annotations["cronshard.io/bucket-function"]),
+        (&"8".into(), &"uid".into())
+    );
     assert!(annotations.get("cronshard.io/buckets").is_none(), "where releases that know only names look: nothing");
     let small = replica(&url, "small", 4, &log);
     wait_for("small refuses", || small.ownership.borrow().refused.is_some()).await;

@@ -29,9 +29,10 @@ fn invalid(why: String) -> ApiError {
 /// A bound: `'0x'` and 16 lowercase hex digits (17 for 2⁶⁴), quoted.
 fn bound(text: &str, which: &str) -> Result<u128> {
     let quoted = text.trim();
-    let inner = quoted.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).ok_or_else(|| {
-        invalid(format!("{which} must be a single-quoted string, got {quoted}"))
-    })?;
+    let inner = quoted
+        .strip_prefix('\'')
+        .and_then(|t| t.strip_suffix('\''))
+        .ok_or_else(|| invalid(format!("{which} must be a single-quoted string, got {quoted}")))?;
     let digits = inner.strip_prefix("0x").unwrap_or("");
     let is_max = inner == "0x10000000000000000";
     if !(is_max || digits.len() == 16 && digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {

@@ -199,6 +199,11 @@ impl Metrics {
             "Syncs that ignored a CronJob's cronshard.io/spread, by reason (a Warning Event InvalidSpread says why)",
             self.spread_ignored.clone(),
         );
+        self.register_buckets(r);
+    }
+
+    /// The metrics of what the owned buckets hold and receive.
+    fn register_buckets(&self, r: &mut Registry) {
         r.register("cronshard_buckets_owned", "Buckets this replica works on", self.buckets_owned.clone());
         r.register(
             "cronshard_objects",

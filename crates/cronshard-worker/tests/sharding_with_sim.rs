@@ -74,7 +74,12 @@ async fn filtered_by_the_server_no_cronjob_is_patched_until_it_stops_filtering()
     let minute = boundary.as_second() / 60;
     let uids: std::collections::HashMap<String, String> = objects(&sim, Resource::CronJobs)
         .iter()
-        .map(|cj| (cj["metadata"]["name"].as_str().unwrap_or_default().into(), cj["metadata"]["uid"].as_str().unwrap_or_default().into()))
+        .map(|cj| {
+            (
+                cj["metadata"]["name"].as_str().unwrap_or_default().into(),
+                cj["metadata"]["uid"].as_str().unwrap_or_default().into(),
+            )
+        })
         .collect();
     for job in objects(&sim, Resource::Jobs) {
         let owner = job["metadata"]["ownerReferences"][0]["name"].as_str().unwrap_or_default().to_owned();
@@ -94,8 +99,9 @@ async fn filtered_by_the_server_no_cronjob_is_patched_until_it_stops_filtering()
     wait_for("labels again", || ctx.sharding.filtering() == Filtering::Labels).await;
     wait_for("every CronJob labelled", || {
         objects(&sim, Resource::CronJobs).iter().all(|cj| {
-            let bucket = bucket_of_uid(cj["metadata"]["uid"].as_str().unwrap_or_default(), NonZeroU32::new(BUCKETS).expect("4"));
-            cj["metadata"]["labels"]["cronshard.io/bucket"] == bucket.to_string()
+            let bucket =
+                bucket_of_uid(cj["metadata"]["uid"].as_str().unwrap_or_default(), NonZeroU32::new(BUCKETS).expect("4"));
+            cj["metadata"]["labels"]["cronshard.io/bucket"].as_str().and_then(|b| b.parse().ok()) == Some(bucket)
         })
     })
     .await;

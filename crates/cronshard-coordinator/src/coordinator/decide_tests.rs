@@ -36,7 +36,13 @@ fn member(id: &str, rv: u32) -> LeaseInfo {
 fn decider(timing: Timing) -> Decider {
     let now = Instant::now();
     let wall = k8s_openapi::jiff::Timestamp::now().as_microsecond();
-    let index = Membership::new("me", Layout { buckets: BUCKETS, function: cronshard_types::BucketFunction::Uid }, timing, now, wall);
+    let index = Membership::new(
+        "me",
+        Layout { buckets: BUCKETS, function: cronshard_types::BucketFunction::Uid },
+        timing,
+        now,
+        wall,
+    );
     let mut d = Decider::new(timing, index, now);
     // The watch delivers the record: from now on it is followed.
     d.applied(Some(info(Role::Config, 1, None, None)), now);

@@ -9,8 +9,6 @@ use futures::future::BoxFuture;
 use http_body_util::BodyExt;
 use kube::client::Body;
 
-use super::Sharding;
-
 /// `url` with `shardSelector=selector` added to its query.
 pub(super) fn with_shard_selector(url: &str, selector: &str) -> String {
     let separator = if url.contains('?') { '&' } else { '?' };
@@ -23,18 +21,21 @@ pub(super) fn echoes(list: &serde_json::Value, selector: &str) -> bool {
     list.pointer("/metadata/shardInfo/selector").and_then(serde_json::Value::as_str) == Some(selector)
 }
 
+/// What a sharded client tells when a list answer does not echo its selector.
+pub(super) type OnUnfiltered = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// A client for one bucket's CronJob list and watch: `client`'s requests (counted, fenced,
 /// retried as the replica's are) with `selector` added.
-pub fn sharded_client(client: kube::Client, selector: String, sharding: Arc<Sharding>) -> kube::Client {
+pub(super) fn sharded(client: kube::Client, selector: String, on_unfiltered: OnUnfiltered) -> kube::Client {
     let namespace = client.default_namespace().to_owned();
-    kube::Client::new(Sharded { client, selector: Arc::from(selector), sharding }, namespace)
+    kube::Client::new(Sharded { client, selector: Arc::from(selector), on_unfiltered }, namespace)
 }
 
 #[derive(Clone)]
 struct Sharded {
     client: kube::Client,
     selector: Arc<str>,
-    sharding: Arc<Sharding>,
+    on_unfiltered: OnUnfiltered,
 }
 
 fn is_watch(uri: &http::Uri) -> bool {
@@ -64,7 +65,7 @@ impl tower::Service<http::Request<Body>> for Sharded {
             let bytes = body.collect().await?.to_bytes();
             match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Ok(answer) if echoes(&answer, &this.selector) => {}
-                Ok(_) => this.sharding.not_filtering("a CronJob list came back without its shardInfo"),
+                Ok(_) => (this.on_unfiltered)("a CronJob list came back without its shardInfo"),
                 // Not JSON: the caller reports the decoding error; nothing is learnt here.
                 Err(_) => {}
             }

@@ -4,14 +4,19 @@
 
 mod client;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cronshard_types::{BucketFunction, shard_selector};
 use k8s_openapi::api::batch::v1::CronJob;
 use kube::Resource;
 
-pub use client::sharded_client;
+/// A client for one bucket's (or shard's) CronJob list and watch: `client`'s requests with
+/// `selector` added; a list answer without its echo tells `sharding` the server stopped
+/// filtering.
+pub fn sharded_client(client: kube::Client, selector: String, sharding: Arc<Sharding>) -> kube::Client {
+    client::sharded(client, selector, Arc::new(move |why: &str| sharding.not_filtering(why)))
+}
 
 /// `--server-side-sharding`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, strum::EnumString, strum::Display)]
@@ -107,7 +112,7 @@ impl Sharding {
     }
 
     /// [`Self::probe`], retried until the server answers (with backoff, warning on each
-    /// failure): until then nothing can be listed anyway.
+    /// failure).
     pub async fn probe_until_answered(&self, client: &kube::Client, function: BucketFunction) {
         let mut wait = Duration::from_millis(200);
         while let Err(e) = self.probe(client, function).await {
@@ -119,7 +124,7 @@ impl Sharding {
 
     /// After a bucket relisted on labels under `auto`: probe again, at most once a minute,
     /// in the background.
-    pub fn reprobe_soon(self: &std::sync::Arc<Self>, client: &kube::Client, function: BucketFunction) {
+    pub fn reprobe_soon(self: &Arc<Self>, client: &kube::Client, function: BucketFunction) {
         if self.setting != ServerSideSharding::Auto || self.filtering() == Filtering::Server {
             return;
         }
@@ -145,7 +150,9 @@ impl Sharding {
             return;
         }
         match self.setting {
-            ServerSideSharding::Auto => self.set(Filtering::Labels, &format!("the API server stopped filtering: {why}")),
+            ServerSideSharding::Auto => {
+                self.set(Filtering::Labels, &format!("the API server stopped filtering: {why}"))
+            }
             _ => tracing::error!(
                 "--server-side-sharding on, but the API server does not filter ({why}): other buckets' CronJobs are \
                  dropped, never acted on"

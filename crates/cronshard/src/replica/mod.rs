@@ -54,19 +54,16 @@ pub(crate) async fn run(settings: ReplicaSettings) -> anyhow::Result<()> {
     // client rate follows this replica's share, and the limiter adapts it to the server.
     let (owned_tx, owned_rx) = watch::channel(BTreeSet::new());
     tokio::spawn(follow_ownership(ownership.clone(), owned_tx, ctx.clone(), buckets.get()));
-    // Before anything selects CronJobs: whether the server filters them decides whether the
-    // labeller writes a single label.
-    tokio::select! {
-        () = ctx.sharding.probe_until_answered(&ctx.client, ctx.settings.bucket_function) => {}
-        () = cronshard::cli::shutdown_signal() => {
-            http.abort();
-            return Ok(());
-        }
-    }
     let adapting = ctx.clone();
     let adapt = tokio::spawn(async move { keep_adapting(&adapting.limiter, &adapting.metrics).await });
-    let replica_watches =
-        tokio::spawn(cronshard_worker::watches::run_replica_watches(ctx.clone(), owned_rx, stop_rx.clone()));
+    // The labeller starts once the server has said whether it filters by shard (buckets
+    // claimed before that relist when it does): on such a server it never writes a label.
+    let watching = ctx.clone();
+    let stop_watches = stop_rx.clone();
+    let replica_watches = tokio::spawn(async move {
+        watching.sharding.probe_until_answered(&watching.client, watching.settings.bucket_function).await;
+        cronshard_worker::watches::run_replica_watches(watching, owned_rx, stop_watches).await;
+    });
     // No bucket write before the first renewal.
     ctx.fence.close();
     let workers = Workers(BucketSet::new(ctx.clone(), ready), ctx.fence.clone());

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use cronshard_types::BucketFunction;
 use cronshard_worker::Clock;
-use cronshard_worker::sharding::{Filtering, ServerSideSharding, Sharding, sharded_client};
 use cronshard_worker::objects::decoded::{Decoded, decodable};
+use cronshard_worker::sharding::{Filtering, ServerSideSharding, Sharding, sharded_client};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;

@@ -12,7 +12,7 @@ use cronshard_e2e::shadow::SHADOW_USER;
 use cronshard_types::Timestamp;
 use tokio::process::Child;
 
-use crate::arm_spec::{MAX_PROCESSES, arm_processes, upstream_flags};
+use crate::arm_spec::{MAX_PROCESSES, arm_processes, server_filters, upstream_flags};
 use crate::controllers::{Controllers, FaultClock, Server};
 use crate::procs::{Admin, sigterm, spawn};
 
@@ -27,7 +27,7 @@ pub(crate) async fn run_arm(
     let (count, kind, _) = arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (mut sim, url, admin) = start_sim(bin_dir, &dir, scenario).await?;
+    let (mut sim, url, admin) = start_sim(bin_dir, &dir, scenario, server_filters(arm)).await?;
     // kube-controller-manager reads the machine's clock: the scenario comes to it on real
     // time; every other arm follows the simulator's clock, moved to just before an hour.
     let real_time = upstream_flags(arm).is_some();
@@ -120,17 +120,22 @@ async fn stop_and_read_audit(
     }
 }
 
-/// A fresh `cronshard-sim serve` with the scenario's settings and a token per controller.
+/// A fresh `cronshard-sim serve` with the scenario's settings and a token per controller
+/// (with `shard_gate`, its `ShardedListAndWatch` gate on).
 pub(crate) async fn start_sim(
     bin_dir: &Path,
     dir: &Path,
     scenario: &Scenario,
+    shard_gate: bool,
 ) -> Result<(Child, String, Admin), String> {
     let mut tokens: String = (0..MAX_PROCESSES).map(|i| format!("token-bench-{i},bench-{i},{i}\n")).collect();
     tokens.push_str(&format!("token-{SHADOW_USER},{SHADOW_USER},{SHADOW_USER}\n"));
     std::fs::write(dir.join("tokens.csv"), tokens).map_err(|e| e.to_string())?;
+    let gate = format!("ShardedListAndWatch={shard_gate}");
     let sim_args: Vec<String> = [
         "serve",
+        "--feature-gates",
+        &gate,
         "--listen",
         "127.0.0.1:0",
         "--token-file",

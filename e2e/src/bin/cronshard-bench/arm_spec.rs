@@ -36,6 +36,12 @@ pub(crate) fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<Strin
                     "cronshard that never holds lower-priority work back before a herd",
                     vec!["--no-herd-reservation".to_owned()],
                 )
+            } else if let Some(r) = replicas.strip_suffix("-sharded") {
+                (
+                    r,
+                    "cronshard at its defaults, the server filtering by shardSelector (ShardedListAndWatch on)",
+                    Vec::new(),
+                )
             } else if let Some(r) = replicas.strip_suffix("-unlimited") {
                 let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
                 (r, "cronshard without a client-side rate limit", unlimited)
@@ -46,6 +52,12 @@ pub(crate) fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<Strin
             (1..=MAX_PROCESSES).contains(&r).then_some((r, kind, extra))
         }
     }
+}
+
+/// Whether the arm's server has the `ShardedListAndWatch` feature gate on (the `-sharded`
+/// arms): cronshard's default `--server-side-sharding auto` then selects on the server.
+pub(crate) fn server_filters(arm: &str) -> bool {
+    arm.starts_with("cronshard-") && arm.ends_with("-sharded")
 }
 
 /// kube-controller-manager's flags for the upstream arms beyond the testbed's (which are

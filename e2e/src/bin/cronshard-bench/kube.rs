@@ -21,7 +21,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
 
-use crate::arm_spec::{arm_processes, upstream_flags};
+use crate::arm_spec::{arm_processes, server_filters, upstream_flags};
 use crate::controllers::{Controllers, FaultClock, Server};
 
 /// Requests in flight while loading CronJobs and while measuring the bound.
@@ -131,10 +131,14 @@ async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
     let policy = dir.join("audit-policy.yaml");
     std::fs::write(&policy, kube_audit::POLICY).map_err(|e| e.to_string())?;
     let upstream = upstream_flags(arm);
+    // Batches are flushed every second, so the log is complete soon after the run.
+    let mut apiserver_args = vec!["--audit-log-batch-max-wait=1s".to_owned()];
+    if server_filters(arm) {
+        apiserver_args.push("--feature-gates=ShardedListAndWatch=true".into());
+    }
     let options = Options {
         audit_policy: Some(policy),
-        // Batches are flushed every second, so the log is complete soon after the run.
-        apiserver_args: vec!["--audit-log-batch-max-wait=1s".into()],
+        apiserver_args,
         controllers: upstream.map(|_| "cronjob-controller,garbage-collector-controller".to_owned()),
         controller_manager_flags: upstream.flatten().map(str::to_owned),
         ..Options::default()

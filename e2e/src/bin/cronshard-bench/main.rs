@@ -33,7 +33,8 @@ struct Args {
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
     /// adaptive client rate), cronshard-R-unreserved (no pause of lower-priority work before a
-    /// herd), cronshard-R-unlimited (no client-side rate limit), v1, v2,
+    /// herd), cronshard-R-unlimited (no client-side rate limit), cronshard-R-sharded (the
+    /// server's ShardedListAndWatch gate on: no CronJob labelled), v1, v2,
     /// v2-tuned (simulator only), upstream, upstream-tuned (kube-controller-manager's CronJob
     /// controller; on the simulator on real time, the scenario's schedules moved to a real
     /// minute).

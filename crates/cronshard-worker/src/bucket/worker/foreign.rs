@@ -21,9 +21,11 @@ fn bucket_identity<'a>(kind: &str, meta: &'a ObjectMeta) -> Option<(&'a str, &'a
     if kind == "CronJob" {
         return Some((namespace, meta.name.as_deref()?, meta.uid.as_deref()?));
     }
-    let owner = meta.owner_references.as_ref()?.iter().find(|r| {
-        r.controller == Some(true) && r.kind == "CronJob" && r.api_version == "batch/v1"
-    })?;
+    let owner = meta
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true) && r.kind == "CronJob" && r.api_version == "batch/v1")?;
     Some((namespace, &owner.name, &owner.uid))
 }
 
@@ -61,7 +63,13 @@ impl Worker {
 }
 
 /// Writes bucket `bucket` into the label of `kind` `namespace/name` (a metadata-only patch).
-async fn relabel(ctx: std::sync::Arc<crate::Context>, kind: &'static str, namespace: String, name: String, bucket: u32) {
+async fn relabel(
+    ctx: std::sync::Arc<crate::Context>,
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    bucket: u32,
+) {
     let _place = ctx.limiter.acquire(Priority::Status).await;
     let patch = label_patch(bucket);
     let params = PatchParams::default();
@@ -76,5 +84,47 @@ async fn relabel(ctx: std::sync::Arc<crate::Context>, kind: &'static str, namesp
     };
     if let Err(e) = written {
         ctx.log_warn("foreign", &format!("could not label {kind} {namespace}/{name} with bucket {bucket}: {e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn meta(name: &str, uid: &str, owners: Vec<OwnerReference>) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some("team-a".into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            owner_references: Some(owners),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn owner(kind: &str, controller: bool) -> OwnerReference {
+        OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: kind.into(),
+            name: "nightly".into(),
+            uid: "uid-nightly".into(),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        }
+    }
+
+    #[test]
+    fn an_object_belongs_where_its_cronjob_does() {
+        let cronjob = meta("nightly", "uid-nightly", Vec::new());
+        assert_eq!(bucket_identity("CronJob", &cronjob), Some(("team-a", "nightly", "uid-nightly")));
+        let run = meta("nightly-29000000", "uid-run", vec![owner("CronJob", true)]);
+        assert_eq!(
+            bucket_identity("Job", &run),
+            Some(("team-a", "nightly", "uid-nightly")),
+            "its CronJob's, not its own"
+        );
+        // Not controlled by a CronJob: no bucket of its own, never dropped by the guard.
+        assert_eq!(bucket_identity("Job", &meta("adopted", "uid-a", vec![owner("CronJob", false)])), None);
+        assert_eq!(bucket_identity("Job", &meta("plain", "uid-p", Vec::new())), None);
     }
 }
