@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::real::{Cluster, Options, Testbed, finished, jobs, minute_of, now_seconds, replica, wait_until};
+use common::real::{Cluster, Options, Testbed, finished, holders, jobs, minute_of, now_seconds, replica, wait_until};
 use common::{http, terminate};
 use cronshard_e2e::kube_audit;
 use k8s_openapi::api::batch::v1::CronJob;
@@ -96,18 +96,6 @@ async fn upstreams_cronjob_e2e_specs_all_pass_against_two_replicas() {
     for (mut p, _) in replicas {
         assert_eq!(terminate(&mut p), Some(0), "a replica exits cleanly on SIGTERM");
     }
-}
-
-/// Holder of each bucket Lease that is held (bucket → identity).
-async fn holders(leases: &Api<Lease>) -> BTreeMap<String, String> {
-    let list = leases.list(&ListParams::default()).await.expect("list leases").items;
-    list.into_iter()
-        .filter_map(|l| {
-            let name = l.metadata.name?;
-            let holder = l.spec?.holder_identity.filter(|h| !h.is_empty())?;
-            name.starts_with("cronshard-bucket-").then_some((name, holder))
-        })
-        .collect()
 }
 
 fn per_holder(held: &BTreeMap<String, String>) -> HashMap<&str, usize> {

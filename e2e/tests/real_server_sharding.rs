@@ -9,11 +9,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use common::real::{Options, Testbed, minute_of, now_seconds, replica, wait_until};
+use common::real::{Options, Testbed, holders, minute_of, now_seconds, replica, wait_until};
 use common::{http, terminate};
 use cronshard_e2e::kube_audit;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -42,18 +42,6 @@ fn sharing_replica(testbed: &Testbed, lease_ns: &str, name: &str) -> (common::Pr
     let timings = ["--renew-deadline", "5s", "--join-grace", "3s", "--server-side-sharding", "auto"];
     let args: Vec<&str> = args.iter().chain(&timings).copied().collect();
     replica(&testbed.admin_kubeconfig(), name, &args, &testbed.dir().join(format!("{name}.log")))
-}
-
-/// Holder of each held bucket Lease.
-async fn holders(leases: &Api<Lease>) -> BTreeMap<String, String> {
-    let list = leases.list(&ListParams::default()).await.expect("list leases").items;
-    list.into_iter()
-        .filter_map(|l| {
-            let name = l.metadata.name?;
-            let holder = l.spec?.holder_identity.filter(|h| !h.is_empty())?;
-            name.starts_with("cronshard-bucket-").then_some((name, holder))
-        })
-        .collect()
 }
 
 fn metric(metrics_url: &str, name: &str) -> Option<f64> {

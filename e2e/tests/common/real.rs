@@ -5,6 +5,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -67,6 +68,18 @@ pub async fn create_owned_job(client: &kube::Client, owner: &CronJob, name: &str
         "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}});
     let api: Api<Job> = Api::namespaced(client.clone(), namespace);
     api.create(&PostParams::default(), &serde_json::from_value(job).expect("job")).await.expect("create job")
+}
+
+/// Holder of each held bucket Lease (Lease name → identity).
+pub async fn holders(leases: &Api<Lease>) -> std::collections::BTreeMap<String, String> {
+    let list = leases.list(&ListParams::default()).await.expect("list leases").items;
+    list.into_iter()
+        .filter_map(|l| {
+            let name = l.metadata.name?;
+            let holder = l.spec?.holder_identity.filter(|h| !h.is_empty())?;
+            name.starts_with("cronshard-bucket-").then_some((name, holder))
+        })
+        .collect()
 }
 
 pub async fn jobs(client: &kube::Client, namespace: &str) -> Vec<Job> {
