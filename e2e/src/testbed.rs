@@ -79,6 +79,26 @@ pub fn bin_dir() -> Result<PathBuf, StartError> {
     run_script("build", &["build"], &[]).map(PathBuf::from)
 }
 
+/// The Kubernetes version the testbed runs (`CRONSHARD_KUBE_VERSION`, else the newest), as
+/// its kube-apiserver reports it: `v1.34.4`.
+pub fn kube_version() -> Result<String, StartError> {
+    let bin = bin_dir()?;
+    let out = Command::new(bin.join("kube-apiserver"))
+        .arg("--version")
+        .output()
+        .map_err(|e| StartError { step: "version", message: format!("cannot run kube-apiserver: {e}") })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .find(|w| w.starts_with("v1."))
+        .map(str::to_owned)
+        .ok_or(StartError { step: "version", message: format!("kube-apiserver --version printed {text:?}") })
+}
+
+/// Every version the testbed supports, oldest first (`scripts/kube-testbed versions`).
+pub fn kube_versions() -> Result<Vec<String>, StartError> {
+    Ok(run_script("versions", &["versions"], &[])?.lines().map(str::to_owned).collect())
+}
+
 impl Testbed {
     /// Builds (or reuses) the binaries and starts a control plane in a fresh temporary dir.
     pub fn start(options: &Options) -> Result<Testbed, StartError> {

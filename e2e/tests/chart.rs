@@ -202,3 +202,38 @@ fn shadow_mode_renders_one_read_only_pod_with_no_write_verb() {
         assert!(help.contains(&format!("{flag} ")), "{flag} is not a flag of `cronshard shadow`");
     }
 }
+
+/// What a release ships agrees: `helm package` makes the chart's archive, and the chart's
+/// default image (`image.repository` and its appVersion) is the reference `scripts/image`
+/// tags, whose version is the workspace's.
+#[test]
+fn the_release_artefacts_agree_and_the_chart_packages() {
+    let root = common::workspace();
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let package = cargo.split("[workspace.package]").nth(1).expect("[workspace.package]");
+    let version = package.lines().find_map(|l| l.strip_prefix("version = ")).expect("version").trim_matches('"');
+    let read_yaml = |path: &str| -> Value {
+        let text = std::fs::read_to_string(root.join(path)).expect(path);
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let chart = read_yaml("charts/cronshard/Chart.yaml");
+    let values = read_yaml("charts/cronshard/values.yaml");
+    assert_eq!(chart["appVersion"], version, "Chart.yaml appVersion is Cargo.toml's version");
+    let out = std::process::Command::new(root.join("scripts/image")).arg("reference").output().expect("scripts/image");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reference = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let repository = values["image"]["repository"].as_str().expect("image.repository");
+    assert_eq!(reference, format!("{repository}:{version}"), "the chart's default image is what scripts/image tags");
+    assert_eq!(values["image"]["tag"], "", "the tag defaults to appVersion");
+
+    let dir = std::env::temp_dir().join(format!("cronshard-package-{}", std::process::id()));
+    let out = tool("helm", &["package", "charts/cronshard", "--destination", dir.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "helm package: {}", String::from_utf8_lossy(&out.stderr));
+    let chart_version = chart["version"].as_str().expect("chart version");
+    let archive = dir.join(format!("cronshard-{chart_version}.tgz"));
+    assert!(archive.is_file(), "helm package wrote {}", archive.display());
+    let out = tool("helm", &["show", "chart", archive.to_str().expect("utf-8")]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("appVersion: {version}")), "the archive's Chart.yaml: {shown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

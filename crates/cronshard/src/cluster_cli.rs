@@ -1,21 +1,42 @@
-//! What the binary's commands that talk to a cluster share: the kubeconfig they read, the
-//! `--metrics-addr` listener they bind, and `--testing-clock-from`.
+//! What the binary's commands that talk to a cluster share: the kubeconfig and context they
+//! read, the `--metrics-addr` listener they bind, and `--testing-clock-from`.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use cronshard_worker::Clock;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config.
-pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
-    match kubeconfig {
-        Some(path) => {
-            let flag = || format!("--kubeconfig {}", path.display());
-            let kubeconfig = kube::config::Kubeconfig::read_from(path).with_context(flag)?;
-            Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.with_context(flag)?)
+/// How a command reaches the cluster: kubectl's `--kubeconfig` and `--context`.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub(crate) struct Connection {
+    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
+    #[arg(long)]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use; default: its current-context.
+    #[arg(long)]
+    pub(crate) context: Option<String>,
+}
+
+impl Connection {
+    /// `--kubeconfig`, else $KUBECONFIG / ~/.kube/config, else the in-cluster config (kube's
+    /// order: in a pod with no kubeconfig, `KUBERNETES_SERVICE_HOST`/`_PORT` and the service
+    /// account's token and CA). A `--context` needs a kubeconfig.
+    pub(crate) async fn config(&self) -> anyhow::Result<kube::Config> {
+        let options = KubeConfigOptions { context: self.context.clone(), ..KubeConfigOptions::default() };
+        match (&self.kubeconfig, &self.context) {
+            (Some(path), _) => {
+                let flag = || format!("--kubeconfig {}", path.display());
+                let kubeconfig = Kubeconfig::read_from(path).with_context(flag)?;
+                Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.with_context(flag)?)
+            }
+            (None, Some(context)) => Ok(kube::Config::from_kubeconfig(&options)
+                .await
+                .with_context(|| format!("--context {context}: from $KUBECONFIG or ~/.kube/config"))?),
+            (None, None) => Ok(kube::Config::infer().await.context("no kubeconfig and no in-cluster config")?),
         }
-        None => Ok(kube::Config::infer().await.context("no kubeconfig and no in-cluster config")?),
     }
 }
 

@@ -2,10 +2,13 @@
 //!
 //! The `*_cmd` modules parse each subcommand's flags; [`replica`] is one controller replica,
 //! [`plan`] the capacity plan and [`shadow`] shadow mode. What the project's other binaries
-//! share with this one is the `cronshard` library (`cli`, `plot`).
+//! share with this one is the `cronshard` library (`cli`, `plot`). Installed (or linked) as
+//! `kubectl-cronshard`, the binary is a kubectl plugin: `kubectl cronshard get|status|…`.
 
 mod cluster_cli;
 mod error;
+mod get_cmd;
+mod get_table;
 mod plan;
 mod plan_cmd;
 mod replica;
@@ -17,7 +20,7 @@ mod status_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cronshard::cli;
 
 /// A sharded, multi-replica Kubernetes CronJob controller.
@@ -43,6 +46,22 @@ enum Command {
     Plan(plan_cmd::PlanArgs),
     /// Read-only: judge the running CronJob controller (late, missed, duplicate runs) before switching.
     Shadow(Box<shadow_cmd::ShadowArgs>),
+    /// List CronJobs with their next run, bucket and the replica that holds it.
+    Get(get_cmd::GetArgs),
+}
+
+/// The name kubectl finds a plugin by (`kubectl cronshard …` runs `kubectl-cronshard …`).
+const PLUGIN_NAME: &str = "kubectl-cronshard";
+
+/// The command line; invoked as the kubectl plugin, help and errors say `kubectl cronshard`.
+fn parse() -> Cli {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let plugin = std::path::Path::new(&argv0).file_stem().is_some_and(|stem| stem == PLUGIN_NAME);
+    if !plugin {
+        return Cli::parse();
+    }
+    let command = Cli::command().name("kubectl cronshard").bin_name("kubectl cronshard");
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 /// With `--features dhat-heap`, every allocation is recorded and `dhat-heap.json` written at
@@ -54,7 +73,7 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 fn main() -> ExitCode {
     #[cfg(feature = "dhat-heap")]
     let _profiler = dhat::Profiler::new_heap();
-    let cli = Cli::parse();
+    let cli = parse();
     cli::init_logs(cli.logging.log_format);
     match cli.command {
         Command::Schedule(cmd) => schedule_cmd::run(cmd),
@@ -62,5 +81,6 @@ fn main() -> ExitCode {
         Command::Status(args) => status_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),
         Command::Shadow(args) => shadow_cmd::run(*args),
+        Command::Get(args) => get_cmd::run(args),
     }
 }

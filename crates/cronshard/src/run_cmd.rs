@@ -3,7 +3,6 @@
 //! The flags are parsed here; the replica itself is [`crate::replica`].
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,13 +10,13 @@ use clap::Args;
 use cronshard_types::{BucketFunction, DstPolicy};
 use cronshard_worker::sharding::ServerSideSharding;
 
+use crate::cluster_cli::Connection;
 use crate::replica::{self, ReplicaSettings};
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    connection: Connection,
     /// Replica identity; default: $POD_NAME, else the hostname with a random suffix (two
     /// processes with one identity would both work its buckets; one of them refuses).
     #[arg(long, env = "POD_NAME")]
@@ -111,7 +110,7 @@ impl RunArgs {
     /// The flags' values as the replica's settings, unchecked.
     fn settings(self) -> ReplicaSettings {
         ReplicaSettings {
-            kubeconfig: self.kubeconfig,
+            connection: self.connection,
             identity: self.identity,
             metrics_addr: self.metrics_addr,
             selector: self.selector,

@@ -13,15 +13,14 @@ use clap::Args;
 use cronshard_types::Timestamp;
 use cronshard_worker::Clock;
 
-use crate::cluster_cli::{bind_metrics, follow_testing_clock, kube_config};
+use crate::cluster_cli::{Connection, bind_metrics, follow_testing_clock};
 use crate::shadow::metrics::{Served, ShadowMetrics};
 use crate::shadow::{self, Options, Settings, Shard};
 
 #[derive(Debug, Args)]
 pub(crate) struct ShadowArgs {
-    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    connection: Connection,
     /// Address of /metrics, /healthz and /readyz (port 0 picks a free port, printed on stdout).
     #[arg(long, env = "CRONSHARD_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -65,7 +64,7 @@ async fn serve(args: ShadowArgs) -> anyhow::Result<()> {
         cronshard_types::selector::LabelSelector::parse(selector)
             .with_context(|| format!("--selector {selector:?} is not a label selector"))?;
     }
-    let mut config = kube_config(args.kubeconfig.as_deref()).await?;
+    let mut config = args.connection.config().await?;
     let agent = format!("cronshard/{} (shadow)", env!("CARGO_PKG_VERSION"));
     config.headers.push((axum::http::header::USER_AGENT, axum::http::HeaderValue::from_str(&agent)?));
     let client = kube::Client::try_from(config).context("building the client")?;

@@ -3,14 +3,13 @@
 use anyhow::Context as _;
 use std::io::Write;
 use std::num::NonZeroU32;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
-use crate::cluster_cli::kube_config;
+use crate::cluster_cli::Connection;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Output {
@@ -20,9 +19,8 @@ enum Output {
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    connection: Connection,
     /// Namespace of the Leases (the release namespace); default: the kubeconfig's.
     #[arg(long, short = 'n', env = "POD_NAMESPACE")]
     namespace: Option<String>,
@@ -44,7 +42,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
 }
 
 async fn report(args: &StatusArgs) -> anyhow::Result<String> {
-    let config = kube_config(args.kubeconfig.as_deref()).await?;
+    let config = args.connection.config().await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let client = kube::Client::try_from(config)?;
     let api: Api<Lease> = Api::namespaced(client, &namespace);

@@ -100,8 +100,13 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> String {
 }
 
 pub fn terminate(p: &mut Proc) -> Option<i32> {
+    terminate_within(p, Duration::from_secs(30))
+}
+
+/// SIGTERM, then the exit code if the process ends within `grace`.
+pub fn terminate_within(p: &mut Proc, grace: Duration) -> Option<i32> {
     Command::new("sh").args(["-c", &format!("kill -TERM {}", p.0.id())]).status().expect("sh kill");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if let Some(status) = p.0.try_wait().expect("wait") {
             return status.code();

@@ -16,7 +16,7 @@ use cronshard_worker::{Clock, Context, Settings};
 use prometheus_client::registry::Registry;
 
 use super::settings::ReplicaSettings;
-use crate::cluster_cli::{follow_testing_clock, kube_config};
+use crate::cluster_cli::follow_testing_clock;
 
 /// What a replica is made of before it starts: its coordination settings, the coordinator's
 /// metrics, the workers' context, and the registry `/metrics` serves (both components').
@@ -111,7 +111,7 @@ fn check_selector(selector: Option<&str>) -> anyhow::Result<()> {
 
 /// The client's config, with a User-Agent that names the replica.
 async fn client_config(s: &ReplicaSettings, identity: &str) -> anyhow::Result<kube::Config> {
-    let mut config = kube_config(s.kubeconfig.as_deref()).await?;
+    let mut config = s.connection.config().await?;
     let agent = format!("cronshard/{} (replica {identity})", env!("CARGO_PKG_VERSION"));
     config.headers.push((
         header::USER_AGENT,

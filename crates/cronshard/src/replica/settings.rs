@@ -1,14 +1,13 @@
 //! What one replica is told: its flags' values as given, checked when it is built.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// `cronshard run`'s flags, one field each (see `run_cmd` for what each means).
 #[derive(Clone, Debug)]
 pub(crate) struct ReplicaSettings {
-    /// None: $KUBECONFIG, else ~/.kube/config, else the in-cluster config.
-    pub(crate) kubeconfig: Option<PathBuf>,
+    /// `--kubeconfig` and `--context`.
+    pub(crate) connection: crate::cluster_cli::Connection,
     /// None: the hostname with a random suffix.
     pub(crate) identity: Option<String>,
     pub(crate) metrics_addr: SocketAddr,
