@@ -1,5 +1,6 @@
-//! The job runner: like kwok, moves Jobs through their life (started, then Complete or
-//! Failed after a sampled duration), so CronJob history and concurrency rules have real work.
+//! The job runner: like kwok, moves Jobs through their life (started with a ready pod, then
+//! Complete or Failed after a sampled duration), so CronJob history and concurrency rules have
+//! real work.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -85,8 +86,9 @@ fn start(state: &SimState, config: &RunnerConfig, seen: &Arc<Mutex<HashSet<Strin
             if status.get("startTime").is_none_or(Value::is_null) {
                 status["startTime"] = json!(now);
             }
+            // Its pod runs and is ready, as kwok's default stages make it.
             status["active"] = json!(1);
-            status["ready"] = json!(0);
+            status["ready"] = json!(1);
         });
         if started {
             let span = config.duration_max.saturating_sub(config.duration_min);

@@ -58,6 +58,9 @@ impl ApiCounters {
     }
 }
 
+/// The bounds of cronshard's skew and start-delay histograms, seconds: 50 ms to 512 s.
+pub const SKEW_BUCKETS: [f64; 14] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+
 /// Every metric the worker exports. It keeps a registry of its own (for [`Metrics::encode`]
 /// in tests and tools); a replica registers them with the coordinator's into the registry
 /// it serves on `/metrics` ([`Metrics::register`]).
@@ -68,6 +71,9 @@ pub struct Metrics {
     pub upstream_skew: Histogram,
     /// Job creationTimestamp − scheduled time, 50 ms to 512 s.
     pub skew: Histogram,
+    /// From a run's due time until its Job first reports a ready pod (or finishes), as the
+    /// bucket's Job watch sees it; the skew's buckets.
+    pub start_delay: Histogram,
     pub fires: Counter,
     /// Jobs started by hand (`kubectl create job --from=cronjob/…`) seen by the buckets.
     pub manual_runs: Counter,
@@ -99,10 +105,10 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let upstream_skew = Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
-        let skew = Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
         let mut m = Metrics {
             upstream_skew,
-            skew,
+            skew: Histogram::new(SKEW_BUCKETS),
+            start_delay: Histogram::new(SKEW_BUCKETS),
             fires: Counter::default(),
             manual_runs: Counter::default(),
             duplicates_avoided: Counter::default(),
@@ -143,6 +149,12 @@ impl Metrics {
             "cronshard_job_creation_skew_seconds",
             "Job creationTimestamp minus scheduled time",
             self.skew.clone(),
+        );
+        r.register(
+            "cronshard_run_start_delay_seconds",
+            "From a run's due time until its Job first reports a ready pod or finishes, as the bucket's Job watch \
+             sees it (Jobs this replica created)",
+            self.start_delay.clone(),
         );
         r.register("cronshard_fires", "Jobs created for due runs", self.fires.clone());
         r.register(

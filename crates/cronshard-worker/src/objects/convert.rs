@@ -109,6 +109,14 @@ fn finished(status: &JobStatus) -> Option<Finished> {
     })
 }
 
+/// Whether the Job has started as its user sees it: a pod ready, or the Job already done
+/// (a pod that ran to its end before it was seen ready).
+pub fn job_started(job: &Job) -> bool {
+    job.status.as_ref().is_some_and(|s| {
+        s.ready.unwrap_or(0) > 0 || s.succeeded.unwrap_or(0) > 0 || s.failed.unwrap_or(0) > 0 || finished(s).is_some()
+    })
+}
+
 pub fn child_job(job: &Job) -> ChildJob {
     let status = job.status.clone().unwrap_or_default();
     ChildJob {

@@ -43,6 +43,10 @@ struct Run {
 struct JobSeen {
     created_s: f64,
     ended_s: Option<f64>,
+    /// The due time of the run it is the first Job of (on time or late), unix seconds.
+    due_s: Option<f64>,
+    /// A pod of it was seen ready, or it finished.
+    started: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -69,12 +73,21 @@ pub(crate) struct Ledger {
     orphans: HashMap<String, Vec<JobView>>,
     tally: Tally,
     jobs_seen: u64,
+    /// Start delays seen since the last [`Ledger::take_start_delays`], seconds.
+    start_delays: Vec<f64>,
 }
 
 impl Ledger {
     pub(crate) fn new(settings: Settings) -> Self {
         let tally = Tally::new(settings.herd_min_runs);
-        Ledger { settings, cronjobs: HashMap::new(), orphans: HashMap::new(), tally, jobs_seen: 0 }
+        Ledger {
+            settings,
+            cronjobs: HashMap::new(),
+            orphans: HashMap::new(),
+            tally,
+            jobs_seen: 0,
+            start_delays: Vec::new(),
+        }
     }
 
     pub(crate) fn settings(&self) -> &Settings {
@@ -88,6 +101,12 @@ impl Ledger {
     /// Jobs of followed CronJobs created since shadow mode started.
     pub(crate) fn jobs_seen(&self) -> u64 {
         self.jobs_seen
+    }
+
+    /// The start delays (due time until a pod ready or the Job done, as the watch saw it) of
+    /// the runs judged since the last call, seconds.
+    pub(crate) fn take_start_delays(&mut self) -> Vec<f64> {
+        std::mem::take(&mut self.start_delays)
     }
 
     /// CronJobs followed.
@@ -152,13 +171,26 @@ impl Ledger {
         };
         if let Some(seen) = t.jobs.get_mut(&job.uid) {
             seen.ended_s = seen.ended_s.or(job.ended_s);
+            if job.started && !seen.started {
+                seen.started = true;
+                self.start_delays.extend(seen.due_s.map(|due| (seconds(now) - due).max(0.0)));
+            }
             return Vec::new();
         }
-        t.jobs.insert(job.uid.clone(), JobSeen { created_s: job.created_s, ended_s: job.ended_s });
+        let seen = JobSeen { created_s: job.created_s, ended_s: job.ended_s, due_s: None, started: job.started };
+        t.jobs.insert(job.uid.clone(), seen);
         if job.created_s >= self.settings.started.as_second() as f64 {
             self.jobs_seen += 1;
         }
         let verdict = judge_job(t, &job, &self.settings, &mut self.tally, now);
+        // The first Job of a judged run (on time or late) is the one whose start counts.
+        let due_s = verdict.as_ref().and_then(|(judged, due_s)| judged.skew_s.map(|_| *due_s));
+        if let Some(seen) = t.jobs.get_mut(&job.uid) {
+            seen.due_s = due_s;
+        }
+        if job.started {
+            self.start_delays.extend(due_s.map(|due| (seconds(now) - due).max(0.0)));
+        }
         if let Some((judged, due_s)) = &verdict {
             self.tally.record(&t.view, judged, Some((*due_s, job.created_s)));
         }

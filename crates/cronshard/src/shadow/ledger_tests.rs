@@ -43,6 +43,7 @@ fn job(cj: &CronJobView, scheduled: f64, created: f64) -> JobView {
         scheduled: Some(at(scheduled)),
         created_s: HOUR as f64 + created,
         ended_s: None,
+        started: false,
     }
 }
 
@@ -67,6 +68,25 @@ fn a_run_is_on_time_within_late_after_and_late_beyond_it() {
     let j = l.apply_job(job(&hourly, 3600.0, 3612.0), at(3612.1));
     assert_eq!(j, vec![Judged { verdict: Verdict::Late, skew_s: Some(12.0) }]);
     assert_eq!(l.tally().count(Verdict::OnTime) + l.tally().count(Verdict::Late), 2);
+}
+
+#[test]
+fn a_runs_start_delay_counts_from_its_due_time_to_the_first_ready_pod_once() {
+    let hourly = cronjob("h", "0 * * * *");
+    let mut l = ledger_with(&[&hourly]);
+    let created = job(&hourly, 0.0, 0.5);
+    l.apply_job(created.clone(), at(0.6));
+    assert!(l.take_start_delays().is_empty(), "no pod ready yet");
+    let ready = JobView { started: true, ..created };
+    l.apply_job(ready.clone(), at(7.0));
+    assert_eq!(l.take_start_delays(), vec![7.0]);
+    l.apply_job(ready, at(9.0));
+    assert!(l.take_start_delays().is_empty(), "counted once");
+    // A duplicate's start is not the run's; a Job seen started at once counts at once.
+    l.apply_job(JobView { started: true, uid: "dup".into(), ..job(&hourly, 0.0, 1.0) }, at(8.0));
+    assert!(l.take_start_delays().is_empty());
+    l.apply_job(JobView { started: true, ..job(&hourly, 3600.0, 3601.0) }, at(3604.0));
+    assert_eq!(l.take_start_delays(), vec![4.0]);
 }
 
 #[test]

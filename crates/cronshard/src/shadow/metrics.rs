@@ -15,6 +15,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use cronshard_worker::metrics::SKEW_BUCKETS;
+
 use super::verdict::{Judged, Verdict};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -29,6 +31,9 @@ pub(crate) struct ShadowMetrics {
     /// The controller's own skew buckets (`cronshard_job_creation_skew_seconds`), so that one
     /// dashboard compares the two.
     pub(crate) skew: Histogram,
+    /// From a run's due time until the running controller's Job first reports a ready pod
+    /// (or finishes): `cronshard_run_start_delay_seconds` for the controller shadow mode watches.
+    pub(crate) start_delay: Histogram,
     pub(crate) runs: Family<VerdictLabels, Counter>,
     pub(crate) cronjobs: Gauge,
     /// Jobs of followed CronJobs created since shadow mode started.
@@ -38,7 +43,8 @@ pub(crate) struct ShadowMetrics {
 impl Default for ShadowMetrics {
     fn default() -> Self {
         let mut registry = Registry::default();
-        let skew = Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        let skew = Histogram::new(SKEW_BUCKETS);
+        let start_delay = Histogram::new(SKEW_BUCKETS);
         let runs = Family::<VerdictLabels, Counter>::default();
         let cronjobs = Gauge::default();
         for v in Verdict::ALL {
@@ -48,6 +54,12 @@ impl Default for ShadowMetrics {
             "cronshard_shadow_skew_seconds",
             "Creation of the running controller's Job minus the run's due time, as shadow mode sees it",
             skew.clone(),
+        );
+        registry.register(
+            "cronshard_shadow_start_delay_seconds",
+            "From a run's due time until the running controller's Job first reports a ready pod or finishes, as \
+             shadow mode's Job watch sees it",
+            start_delay.clone(),
         );
         registry.register(
             "cronshard_shadow_runs",
@@ -61,7 +73,7 @@ impl Default for ShadowMetrics {
             "Jobs of followed CronJobs created since shadow mode started",
             jobs_seen.clone(),
         );
-        ShadowMetrics { registry, skew, runs, cronjobs, jobs_seen }
+        ShadowMetrics { registry, skew, start_delay, runs, cronjobs, jobs_seen }
     }
 }
 

@@ -3,7 +3,7 @@
 use cronshard_types::keys::SCHEDULED_TIMESTAMP_ANNOTATION;
 use cronshard_types::spread::SPREAD_ANNOTATION;
 use cronshard_types::{CronJobSchedule, DstPolicy, Timestamp};
-use cronshard_worker::objects::convert::{controller_uid, from_k8s};
+use cronshard_worker::objects::convert::{controller_uid, from_k8s, job_started};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 
 /// A CronJob as shadow mode reads it.
@@ -38,6 +38,8 @@ pub(crate) struct JobView {
     pub(crate) created_s: f64,
     /// When it finished (or was deleted), unix seconds.
     pub(crate) ended_s: Option<f64>,
+    /// A pod of it is ready, or it finished.
+    pub(crate) started: bool,
 }
 
 /// `metadata.creationTimestamp` has whole seconds: the create happened in `[cts, cts + 1)`,
@@ -117,6 +119,7 @@ pub(crate) fn job_view(job: &Job, observed: Timestamp) -> Option<JobView> {
             .and_then(|t| t.parse::<Timestamp>().ok()),
         created_s: created_estimate(creation, seconds(observed)),
         ended_s: completion.or(finished_condition),
+        started: job_started(job),
     })
 }
 

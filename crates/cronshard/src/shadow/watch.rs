@@ -210,6 +210,9 @@ impl State {
             Some(watcher::Event::InitDone) => self.lists_in.1 = true,
             Some(watcher::Event::Init) | None => {}
         }
+        for delay in self.ledger.take_start_delays() {
+            self.metrics.start_delay.observe(delay);
+        }
     }
 
     fn on_namespace(&mut self, event: Result<watcher::Event<Namespace>, watcher::Error>) {

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::context::Context;
 use crate::metrics::{ObjectLabels, ReasonLabels};
 use crate::objects::cached::CachedCronJob;
-use crate::objects::convert::{child_job, key};
+use crate::objects::convert::{child_job, job_started, key};
 use crate::objects::decoded::{Decoded, decodable};
 use crate::sharding::Filtering;
 use cronshard_sync::SyncError;
@@ -33,6 +33,7 @@ use super::calls::{StatusWrite, WriteResult, report_undecodable, write_status};
 use super::cleanup::HistoryDeletes;
 use super::index::{Due, Index, Listing};
 use super::offsets::Spreads;
+use super::start_delays::StartDelays;
 use super::timers::Timers;
 use super::writes::{Landed, StatusWrites};
 
@@ -81,6 +82,8 @@ struct Worker {
     /// When to read the replica's leftovers of this bucket again (`None`: up to date).
     leftovers_due: Option<Instant>,
     spreads: Spreads,
+    /// This bucket's Jobs whose pods have not been seen ready yet.
+    start_delays: StartDelays,
     /// The next herd last told to the limiter.
     reserved: Option<(cronshard_types::Timestamp, usize)>,
 }
@@ -194,6 +197,7 @@ impl Worker {
             leftovers: HashMap::new(),
             leftovers_due: Some(Instant::now()),
             spreads: Spreads::default(),
+            start_delays: StartDelays::default(),
             reserved: None,
         }
     }
@@ -304,10 +308,16 @@ impl Worker {
             watcher::Event::InitDone => {
                 let fresh = self.job_list.done();
                 self.index.reset_jobs(fresh);
+                let index = &self.index;
+                self.start_delays.retain(|uid| index.has_job(uid));
                 self.sync_all();
             }
             watcher::Event::Apply(job) => {
+                let started = job_started(&job);
                 let job = child_job(&job);
+                if let Some(delay) = self.start_delays.observed(&job.uid, started, self.ctx.clock.now()) {
+                    self.ctx.metrics.start_delay.observe(delay);
+                }
                 // Counted where the bucket sees it start (a relist does not count it again).
                 if job.manual && !self.index.has_job(&job.uid) {
                     self.ctx.metrics.manual_runs.inc();
@@ -317,7 +327,9 @@ impl Worker {
                 }
             }
             watcher::Event::Delete(job) => {
-                if let Some(owner) = self.index.delete_job(&child_job(&job)) {
+                let job = child_job(&job);
+                self.start_delays.forget(&job.uid);
+                if let Some(owner) = self.index.delete_job(&job) {
                     self.sync_soon(&owner);
                 }
             }
@@ -457,12 +469,14 @@ impl Worker {
     }
 
     /// Metrics and Events for one sync; Events go out in the background, at low priority.
-    fn record(&self, due: &Due, outcome: &Outcome) {
+    fn record(&mut self, due: &Due, outcome: &Outcome) {
         let m = &self.ctx.metrics;
         if let Some((job, scheduled)) = &outcome.created {
             // A spread run is due at its scheduled time plus its offset.
-            let offset = due.spread_offset.unwrap_or(0) as f64;
-            let skew = (job.creation_timestamp.duration_since(*scheduled).as_secs_f64() - offset).max(0.0);
+            let offset = due.spread_offset.unwrap_or(0);
+            let due_at = scheduled.checked_add(jiff::SignedDuration::from_secs(offset as i64)).unwrap_or(*scheduled);
+            self.start_delays.created(&job.uid, due_at);
+            let skew = job.creation_timestamp.duration_since(due_at).as_secs_f64().max(0.0);
             if due.spread_offset.is_some() {
                 m.spread_runs.inc();
             }
