@@ -3,6 +3,7 @@
 //! `cronshard-sim demo` and the end-to-end tests.
 
 pub mod analysis;
+pub mod hops;
 pub mod kube_audit;
 pub mod real_time;
 pub mod report;

@@ -32,9 +32,15 @@ pub struct ArmReport {
     /// With `--shadow`: `cronshard shadow`'s verdicts beside the audit log's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow: Option<crate::shadow::ShadowCheck>,
-    /// With `--target kube`: the real control plane's bound and processes.
+    /// With `--target kube` or `cluster`: the real control plane's bound and processes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kube: Option<KubeArm>,
+    /// With `--target cluster`: each hop of the runs whose pods ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<crate::hops::Hops>,
+    /// With `--target cluster`: due time until the pod runs, and the largest herd's drain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_to_end: Option<crate::hops::EndToEnd>,
 }
 
 /// CPU seconds and peak RSS of one process.
@@ -51,6 +57,13 @@ pub struct ProcessUsage {
 pub struct KubeArm {
     /// Job creates per second by a plain client doing nothing else, on the same apiserver and etcd.
     pub bound_creates_per_s: f64,
+    /// `--target cluster`: a plain client's as many Jobs as the largest herd, created at once,
+    /// until every one of their pods runs (seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_to_end_bound_s: Option<f64>,
+    /// `--target cluster`: the whole cluster's settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::hops::ClusterInfo>,
     pub processes: Vec<ProcessUsage>,
 }
 
@@ -136,6 +149,11 @@ pub fn table(report: &Report) -> String {
     crate::work::table(report.arms.iter().map(|a| (a.name.as_str(), &a.analysis.work, a.sim_cpu_s)), &mut out);
     crate::shadow::lines(report.arms.iter().filter_map(|a| a.shadow.as_ref().map(|c| (a.name.as_str(), c))), &mut out);
     kube_lines(report, &mut out);
+    let hops = report.arms.iter().filter_map(|a| {
+        let bound = a.kube.as_ref().and_then(|k| k.end_to_end_bound_s);
+        Some((a.name.as_str(), a.hops.as_ref()?, a.end_to_end.as_ref()?, bound))
+    });
+    crate::hops::lines(hops, &mut out);
     for a in report.arms.iter().filter(|a| a.analysis.off_schedule > 0) {
         let n = a.analysis.off_schedule;
         let _ = writeln!(out, "{}: {n} Jobs for times their schedules do not have (a correctness failure)", a.name);
@@ -400,6 +418,8 @@ mod tests {
             peak_rss_mb: vec![50.0],
             shadow: None,
             kube: None,
+            hops: None,
+            end_to_end: None,
             sim_cpu_s: None,
         }
     }

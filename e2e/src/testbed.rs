@@ -26,6 +26,8 @@ pub struct Options {
     pub audit_policy: Option<PathBuf>,
     /// Extra kube-controller-manager flags (`KUBE_TESTBED_KCM_FLAGS`).
     pub controller_manager_flags: Option<String>,
+    /// kube-scheduler's flags beyond the testbed's (`--cluster` only).
+    pub scheduler_flags: Option<String>,
     /// A whole cluster (`--cluster`): kube-scheduler, every controller but the CronJob one,
     /// and kwok's fake nodes running pods; `controllers` must be `None`.
     pub cluster: Option<Cluster>,
@@ -142,8 +144,13 @@ impl Testbed {
             .map_err(|e| StartError { step: "up", message: format!("cannot start the reaper: {e}") })?;
         let stdin = reaper.stdin.take().ok_or(StartError { step: "up", message: "reaper has no stdin".into() })?;
         let testbed = Testbed { dir, reaper: Mutex::new(Some((reaper, stdin))) };
-        let env: Vec<(&str, &str)> =
-            options.controller_manager_flags.as_deref().map(|f| ("KUBE_TESTBED_KCM_FLAGS", f)).into_iter().collect();
+        let env: Vec<(&str, &str)> = [
+            options.controller_manager_flags.as_deref().map(|f| ("KUBE_TESTBED_KCM_FLAGS", f)),
+            options.scheduler_flags.as_deref().map(|f| ("KUBE_TESTBED_SCHEDULER_FLAGS", f)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         run_script("up", &args, &env)?;
         Ok(testbed)
     }

@@ -99,6 +99,8 @@ pub(crate) async fn run_arm(
         peak_rss_mb: totals.iter().map(|t| round(t.1)).collect(),
         shadow,
         kube: None,
+        hops: None,
+        end_to_end: None,
         sim_cpu_s: sim_cpu_s.map(round),
     })
 }

@@ -2,7 +2,8 @@
 //! kube-apiserver, with kube-controller-manager for the upstream arms) with an audit log, the
 //! scenario's CronJobs created through the API to fire at one chosen minute (a real server's
 //! clock cannot be moved), the arm's controllers, then the audit log analysed, and the
-//! plain-client bound measured on the same apiserver and etcd.
+//! plain-client bound measured on the same apiserver and etcd. With `--target cluster` the
+//! control plane is a whole cluster and each run is followed to its running pod ([`cluster`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use kube::api::PostParams;
 use serde_json::json;
 
 use crate::arm_spec::{arm_processes, server_filters, upstream_flags};
+use crate::cluster::{self, PodWatch};
 use crate::controllers::{Controllers, FaultClock, Server};
 
 /// Requests in flight while loading CronJobs and while measuring the bound.
@@ -33,26 +35,30 @@ const BOUND_JOBS: (usize, usize) = (2_000, 10_000);
 const BOUND_NAMESPACE: &str = "bench-bound";
 /// The least time between the last CronJob loaded and the herd's minute.
 const MIN_LEAD_S: i64 = 15;
+/// On a whole cluster: the longest wait, after the window, for the herd's pods to run, and
+/// for the plain client's.
+const DRAIN_LIMIT: Duration = Duration::from_secs(900);
 
-/// Runs one arm on a fresh control plane; with `profile_s`, kube-apiserver is profiled for
-/// that long from a second before the herd.
+/// Runs one arm on a fresh control plane (a whole cluster with `cluster`); with `profile_s`,
+/// kube-apiserver is profiled for that long from a second before the herd.
 pub(crate) async fn run_arm(
     bin_dir: &Path,
     scenario: &Scenario,
     arm: &str,
     out: &Path,
-    profile_s: Option<u64>,
+    (profile_s, cluster): (Option<u64>, Option<cluster::Run>),
 ) -> Result<ArmReport, String> {
     let (count, kind, _) = arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let testbed = start_testbed(&dir, arm).await?;
+    let testbed = start_testbed(&dir, arm, cluster).await?;
     let client = cronshard_e2e::testbed::client_from(&testbed.admin_kubeconfig()).await;
+    let pods = cluster.map(|_| PodWatch::start(client.clone()));
 
     // Loading runs at a few hundred creates per second on two cores; a minute to spare.
     let (seeds, herd_at) = herd_seeds(scenario, 60 + scenario.cronjobs as i64 / 200);
     create_namespaces(&client, &seeds).await?;
-    load(&client, &seeds).await?;
+    load(&client, &seeds, cluster.map(|c| c.container())).await?;
     let lead = herd_at.as_second() - Timestamp::now().as_second();
     if lead < MIN_LEAD_S {
         return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
@@ -88,30 +94,23 @@ pub(crate) async fn run_arm(
         control_plane.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    if let Some(pods) = &pods {
+        wait_for_herd(pods, &herd_jobs(&seeds, herd_at), arm).await;
+    }
     let totals = match controllers {
         Some(c) => c.stop().await,
         None => Vec::new(),
     };
     control_plane.sample();
     if let Some(profiling) = profiling {
-        // A profile is an explanation, not a result: the arm's numbers stand without it.
-        match profiling.await.map_err(|e| e.to_string()).and_then(|r| r) {
-            Ok(top) => tracing::info!(%arm, top = %top.display(), "kube-apiserver profiled"),
-            Err(error) => tracing::warn!(%arm, %error, "kube-apiserver was not profiled"),
-        }
+        finish_profile(profiling, arm).await;
     }
-    let bound = measure_bound(&client, seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1)).await?;
+    let (bound, end_to_end_bound_s) = bounds(&client, pods.as_ref().zip(cluster), &seeds, herd_at).await?;
     let records = read_audit(&testbed, bound.0).await?;
     let to = end.checked_sub(jiff::SignedDuration::from_secs_f64(scenario.grace_s)).map_err(|e| e.to_string())?;
     let analysis = analyze(&seeds, &records, from, to, false, bound.1);
-    let round = |v: f64| (v * 100.0).round() / 100.0;
-    let (cpu_s, peak_rss_mb) = match upstream_flags(arm) {
-        Some(_) => {
-            let kcm = control_plane.usage("kube-controller-manager");
-            (vec![round(kcm.cpu_s)], vec![round(kcm.peak_rss_mb)])
-        }
-        None => (totals.iter().map(|t| round(t.0)).collect(), totals.iter().map(|t| round(t.1)).collect()),
-    };
+    let followed = pods.zip(cluster).map(|(pods, run)| follow_runs(&records, pods.stop(), herd_at, run));
+    let (cpu_s, peak_rss_mb) = controller_usage(arm, &totals, &control_plane);
     Ok(ArmReport {
         name: arm.to_owned(),
         replicas: count,
@@ -121,13 +120,98 @@ pub(crate) async fn run_arm(
         peak_rss_mb,
         shadow: None,
         sim_cpu_s: None,
-        kube: Some(KubeArm { bound_creates_per_s: round(bound.1), processes: control_plane.report() }),
+        kube: Some(KubeArm {
+            bound_creates_per_s: (bound.1 * 100.0).round() / 100.0,
+            end_to_end_bound_s,
+            cluster: followed.as_ref().map(|f| f.2.clone()),
+            processes: control_plane.report(),
+        }),
+        hops: followed.as_ref().map(|f| f.0),
+        end_to_end: followed.as_ref().map(|f| f.1),
     })
 }
 
+/// A profile is an explanation, not a result: the arm's numbers stand without it.
+async fn finish_profile(profiling: tokio::task::JoinHandle<Result<std::path::PathBuf, String>>, arm: &str) {
+    match profiling.await.map_err(|e| e.to_string()).and_then(|r| r) {
+        Ok(top) => tracing::info!(%arm, top = %top.display(), "kube-apiserver profiled"),
+        Err(error) => tracing::warn!(%arm, %error, "kube-apiserver was not profiled"),
+    }
+}
+
+/// (CPU s, peak RSS MB) of the arm's controller processes: kube-controller-manager's for the
+/// upstream arms, each cronshard replica's (`totals`) otherwise.
+fn controller_usage(arm: &str, totals: &[(f64, f64)], control_plane: &ControlPlane) -> (Vec<f64>, Vec<f64>) {
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    match upstream_flags(arm) {
+        Some(_) => {
+            let kcm = control_plane.usage("kube-controller-manager");
+            (vec![round(kcm.cpu_s)], vec![round(kcm.peak_rss_mb)])
+        }
+        None => (totals.iter().map(|t| round(t.0)).collect(), totals.iter().map(|t| round(t.1)).collect()),
+    }
+}
+
+/// Waits (up to [`DRAIN_LIMIT`]) until every Job of the herd has a running pod.
+async fn wait_for_herd(pods: &PodWatch, herd: &[(String, String)], arm: &str) {
+    let ran = |t: &cronshard_e2e::hops::Timeline| {
+        herd.iter().all(|(ns, job)| t.get(ns, job).is_some_and(|p| p.running.is_some()))
+    };
+    if !pods.wait(DRAIN_LIMIT, ran).await {
+        tracing::warn!(%arm, limit_s = DRAIN_LIMIT.as_secs(), "some of the herd's pods did not run in time");
+    }
+}
+
+/// The plain client's bounds: ((Jobs created, creates per second), seconds until all their
+/// pods ran). On a whole cluster, as many Jobs as the herd with its pod; else as many minimal
+/// Jobs as the herd within [`BOUND_JOBS`], and no end-to-end bound.
+async fn bounds(
+    client: &kube::Client,
+    cluster: Option<(&PodWatch, cluster::Run)>,
+    seeds: &[CronJobSeed],
+    herd_at: Timestamp,
+) -> Result<((usize, f64), Option<f64>), String> {
+    match cluster {
+        Some((pods, run)) => {
+            let jobs = herd_jobs(seeds, herd_at).len().max(1);
+            let (created, rate, e2e) =
+                cluster::measure_bound(client, pods, &run, (BOUND_NAMESPACE, jobs, IN_FLIGHT), DRAIN_LIMIT).await?;
+            Ok(((created, rate), e2e))
+        }
+        None => Ok((measure_bound(client, seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1)).await?, None)),
+    }
+}
+
+/// The hops of every run created (its first Job), the end-to-end times and the cluster's
+/// settings with its clients' requests per run.
+fn follow_runs(
+    records: &[serde_json::Value],
+    timeline: cronshard_e2e::hops::Timeline,
+    herd_at: Timestamp,
+    run: cluster::Run,
+) -> (cronshard_e2e::hops::Hops, cronshard_e2e::hops::EndToEnd, cronshard_e2e::hops::ClusterInfo) {
+    let mut runs = cronshard_e2e::analysis::creates(records);
+    runs.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let mut seen = std::collections::HashSet::new();
+    runs.retain(|r| seen.insert((r.namespace.clone(), r.cronjob.clone(), r.minute)));
+    let (hops, end_to_end) = cronshard_e2e::hops::measure(&runs, &timeline, herd_at.as_second());
+    let info = run.info(cronshard_e2e::hops::requests_per_run(records, runs.len()));
+    (hops, end_to_end, info)
+}
+
+/// (namespace, Job name) of every run due at the herd's minute.
+fn herd_jobs(seeds: &[CronJobSeed], herd_at: Timestamp) -> Vec<(String, String)> {
+    seeds
+        .iter()
+        .filter(|s| !every_minute(&s.schedule))
+        .map(|s| (s.namespace.clone(), format!("{}-{}", s.name, herd_at.as_second() / 60)))
+        .collect()
+}
+
 /// A fresh control plane with an audit log; kube-controller-manager runs the CronJob
-/// controller (and the garbage collector, as in a cluster) for the upstream arms only.
-async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
+/// controller (and the garbage collector, as in a cluster) for the upstream arms only. With
+/// `cluster`, a whole cluster: every other controller, kube-scheduler and kwok's nodes too.
+async fn start_testbed(dir: &Path, arm: &str, cluster: Option<cluster::Run>) -> Result<Testbed, String> {
     let policy = dir.join("audit-policy.yaml");
     std::fs::write(&policy, kube_audit::POLICY).map_err(|e| e.to_string())?;
     let upstream = upstream_flags(arm);
@@ -136,13 +220,22 @@ async fn start_testbed(dir: &Path, arm: &str) -> Result<Testbed, String> {
     if server_filters(arm) {
         apiserver_args.push("--feature-gates=ShardedListAndWatch=true".into());
     }
-    let options = Options {
+    let mut options = Options {
         audit_policy: Some(policy),
         apiserver_args,
         controllers: upstream.map(|_| "cronjob-controller,garbage-collector-controller".to_owned()),
         controller_manager_flags: upstream.flatten().map(str::to_owned),
         ..Options::default()
     };
+    if let Some(run) = cluster {
+        // The arm's flags after the cluster's: the later flag wins.
+        let flags = [run.settings.controller_manager_flags(), upstream.flatten().unwrap_or_default()];
+        options.controller_manager_flags = Some(flags.join(" ").trim().to_owned());
+        options.scheduler_flags = Some(run.settings.scheduler_flags().to_owned());
+        options.controllers = None;
+        options.cluster =
+            Some(cronshard_e2e::testbed::Cluster { nodes: Some(run.nodes), upstream_cronjob: upstream.is_some() });
+    }
     tokio::task::spawn_blocking(move || Testbed::start(&options))
         .await
         .map_err(|e| e.to_string())?
@@ -190,16 +283,25 @@ async fn create_namespaces(client: &kube::Client, seeds: &[CronJobSeed]) -> Resu
     Ok(())
 }
 
-/// Creates every CronJob through the API, `IN_FLIGHT` at a time.
-async fn load(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String> {
+/// Creates every CronJob through the API, `IN_FLIGHT` at a time; with `container`, its pods
+/// run that container.
+async fn load(
+    client: &kube::Client,
+    seeds: &[CronJobSeed],
+    container: Option<serde_json::Value>,
+) -> Result<(), String> {
     let buckets = std::num::NonZeroU32::new(64).ok_or("buckets")?;
     let started = Instant::now();
     let results: Vec<Result<(), String>> = futures::stream::iter(seeds)
         .map(|seed| {
             let api: Api<CronJob> = Api::namespaced(client.clone(), &seed.namespace);
+            let container = container.clone();
             async move {
                 let mut object = seed.object(buckets);
                 object["metadata"].as_object_mut().map(|m| m.remove("creationTimestamp"));
+                if let Some(container) = container {
+                    object["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"] = json!([container]);
+                }
                 let cj: CronJob = serde_json::from_value(object).map_err(|e| e.to_string())?;
                 api.create(&PostParams::default(), &cj).await.map(|_| ()).map_err(|e| format!("{}: {e}", seed.name))
             }
@@ -262,7 +364,8 @@ struct ControlPlane {
 
 impl ControlPlane {
     fn new(testbed: &Testbed) -> Self {
-        let processes = ["etcd", "kube-apiserver", "kube-controller-manager"]
+        // kube-scheduler and kwok run on a whole cluster only.
+        let processes = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
             .into_iter()
             .filter_map(|name| {
                 let usage = ProcessUsage { name: name.to_owned(), cpu_s: 0.0, peak_rss_mb: 0.0 };

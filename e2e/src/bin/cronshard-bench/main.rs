@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 mod arm;
 mod arm_spec;
+mod cluster;
 mod controllers;
 mod kube;
 mod launch;
@@ -51,11 +52,23 @@ struct Args {
     /// The simulator's admitted write rate instead of the scenario's.
     #[arg(long)]
     admitted_writes_per_s: Option<f64>,
-    /// Where to run: `sim` (a fresh cronshard-sim per arm) or `kube` (a fresh real control
+    /// Where to run: `sim` (a fresh cronshard-sim per arm), `kube` (a fresh real control
     /// plane per arm from scripts/kube-testbed, with kube-apiserver's audit log; every CronJob
-    /// fires at one chosen minute, since a real server's clock cannot be moved).
+    /// fires at one chosen minute, since a real server's clock cannot be moved) or `cluster`
+    /// (`kube` as a whole cluster: Job controller, kube-scheduler and kwok's nodes, each run
+    /// followed to its running pod).
     #[arg(long, value_enum, default_value_t = Target::Sim)]
     target: Target,
+    /// `--target cluster`: the cluster's client settings, comma-separated; each arm runs on
+    /// each: `default` (upstream's) and `tuned` (for a large cluster).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "tuned")]
+    cluster_settings: Vec<cluster::Settings>,
+    /// `--target cluster`: kwok's fake nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: u32,
+    /// `--target cluster`: how long each pod runs (seconds).
+    #[arg(long, default_value_t = 30)]
+    pod_run_s: u64,
     /// Also run `cronshard shadow` (read-only, user `shadow`) beside each arm, and compare its
     /// verdicts with the audit log's.
     #[arg(long)]
@@ -74,6 +87,7 @@ struct Args {
 enum Target {
     Sim,
     Kube,
+    Cluster,
 }
 
 fn main() -> ExitCode {
@@ -107,11 +121,28 @@ async fn run(args: Args) -> Result<(), String> {
     let mut arms = Vec::new();
     for arm in &args.arms {
         tracing::info!(%arm, scenario = %scenario.name, cronjobs = scenario.cronjobs, "running arm");
-        let report = match args.target {
-            Target::Sim => run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?,
-            Target::Kube => kube::run_arm(&bin_dir, &scenario, arm, &args.out, args.apiserver_profile_s).await?,
-        };
-        arms.push(report);
+        match args.target {
+            Target::Sim => arms.push(run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?),
+            Target::Kube => {
+                let kube = (args.apiserver_profile_s, None);
+                arms.push(kube::run_arm(&bin_dir, &scenario, arm, &args.out, kube).await?);
+            }
+            Target::Cluster => {
+                for &settings in &args.cluster_settings {
+                    let run = cluster::Run { settings, nodes: args.nodes, pod_run_s: args.pod_run_s };
+                    // A folder per setting; a report line per arm and setting when there are several.
+                    let name = match args.cluster_settings.len() {
+                        1 => arm.clone(),
+                        _ => format!("{arm}@{}", settings.name()),
+                    };
+                    let out = args.out.join(settings.name());
+                    let mut report =
+                        kube::run_arm(&bin_dir, &scenario, arm, &out, (args.apiserver_profile_s, Some(run))).await?;
+                    report.name = name;
+                    arms.push(report);
+                }
+            }
+        }
     }
     let report = Report {
         scenario: scenario.name.clone(),
@@ -161,7 +192,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
                     ));
                 }
             }
-            Target::Kube if baseline => {
+            Target::Kube | Target::Cluster if baseline => {
                 return Err(format!(
                     "arm {arm} is a re-implementation for the simulator; on --target kube use upstream"
                 ));
@@ -169,13 +200,16 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
             _ => {}
         }
     }
-    if args.apiserver_profile_s.is_some() && args.target != Target::Kube {
-        return Err("--apiserver-profile-s profiles kube-apiserver: use it with --target kube".into());
+    if args.apiserver_profile_s.is_some() && args.target == Target::Sim {
+        return Err("--apiserver-profile-s profiles kube-apiserver: use it with --target kube or cluster".into());
+    }
+    if args.target == Target::Cluster && (args.nodes == 0 || args.pod_run_s == 0 || args.cluster_settings.is_empty()) {
+        return Err("--target cluster: --nodes and --pod-run-s must be 1 or more, --cluster-settings not empty".into());
     }
     if args.apiserver_profile_s == Some(0) {
         return Err("--apiserver-profile-s 0: give the profile's length in seconds, above 0".into());
     }
-    if args.target == Target::Kube {
+    if args.target != Target::Sim {
         if args.shadow {
             return Err("--shadow runs with --target sim only".into());
         }

@@ -229,6 +229,8 @@ fn report(
             peak_rss_mb: usage.iter().map(|u| round(u.1)).collect(),
             shadow: None,
             kube: None,
+            hops: None,
+            end_to_end: None,
             sim_cpu_s: None,
         }],
     }

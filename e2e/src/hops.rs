@@ -1,0 +1,284 @@
+//! A run's four hops on a whole cluster, schedule → Job created (the CronJob controller) →
+//! first Pod created (the Job controller) → Pod bound (the scheduler) → Pod Running (the
+//! node), from the audit log's Job creates and a Pod watch's first sightings; and their
+//! percentiles for the report. A plain index with times passed in.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::analysis::{Created, Percentiles};
+
+/// When the watch first saw a Job's first Pod created, bound and running (unix seconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PodTimes {
+    pub created: Option<f64>,
+    pub bound: Option<f64>,
+    pub running: Option<f64>,
+    /// Its pod ended (Succeeded or Failed).
+    pub finished: Option<f64>,
+}
+
+/// What a Pod showed when the watch delivered it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodState {
+    /// `spec.nodeName` is set.
+    pub bound: bool,
+    /// `status.phase` is Running, Succeeded or Failed: it has run.
+    pub ran: bool,
+    /// `status.phase` is Succeeded or Failed.
+    pub finished: bool,
+}
+
+/// The first sightings of every Job's pods, by (namespace, Job name).
+#[derive(Debug, Default)]
+pub struct Timeline {
+    jobs: HashMap<(String, String), PodTimes>,
+}
+
+impl Timeline {
+    /// A pod of Job `job` in `namespace` seen at `at` in `state`. A later stage seen first
+    /// (a watch event that carried two changes) also marks the earlier ones.
+    pub fn pod(&mut self, namespace: &str, job: &str, state: PodState, at: f64) {
+        let times = self.jobs.entry((namespace.to_owned(), job.to_owned())).or_default();
+        times.created.get_or_insert(at);
+        if state.bound || state.ran {
+            times.bound.get_or_insert(at);
+        }
+        if state.ran {
+            times.running.get_or_insert(at);
+        }
+        if state.finished {
+            times.finished.get_or_insert(at);
+        }
+    }
+
+    pub fn get(&self, namespace: &str, job: &str) -> Option<&PodTimes> {
+        self.jobs.get(&(namespace.to_owned(), job.to_owned()))
+    }
+
+    /// Jobs of `namespace` whose pod has run, and the latest first sighting of one running.
+    pub fn running_in(&self, namespace: &str) -> (usize, f64) {
+        self.jobs
+            .iter()
+            .filter(|((ns, _), _)| ns == namespace)
+            .filter_map(|(_, t)| t.running)
+            .fold((0, 0.0), |(n, last), at| (n + 1, f64::max(last, at)))
+    }
+}
+
+/// p50, p99 and the largest value of one hop, seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HopStats {
+    pub p50_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+}
+
+impl HopStats {
+    fn of(values: &mut [f64]) -> HopStats {
+        let p = Percentiles::of(values);
+        HopStats { p50_s: p.p50, p99_s: p.p99, max_s: p.max }
+    }
+}
+
+/// Each hop of the runs whose pod ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Hops {
+    /// Due time → Job created (the CronJob controller).
+    pub create: HopStats,
+    /// Job created → its first Pod seen (the Job controller).
+    pub pod_created: HopStats,
+    /// Pod seen → bound to a node (the scheduler).
+    pub bound: HopStats,
+    /// Bound → Running (the node).
+    pub running: HopStats,
+}
+
+/// Due time → Pod Running, over the runs; `drain_s`: the largest herd's due time until its
+/// last pod ran (`None` when some of them never ran).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EndToEnd {
+    pub p50_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+    pub drain_s: Option<f64>,
+    /// Runs created whose pod was never seen running.
+    pub not_running: usize,
+}
+
+/// The hops and end-to-end times of `runs` (each due at its minute), the largest herd being
+/// the runs due at `herd_at` (unix seconds).
+pub fn measure(runs: &[Created], timeline: &Timeline, herd_at: i64) -> (Hops, EndToEnd) {
+    let mut columns: [Vec<f64>; 5] = Default::default();
+    let (mut herd_last, mut herd_missing, mut not_running) = (None::<f64>, false, 0);
+    for run in runs {
+        let due = (run.minute * 60) as f64;
+        let job = format!("{}-{}", run.cronjob, run.minute);
+        let times = timeline.get(&run.namespace, &job).copied().unwrap_or_default();
+        let in_herd = run.minute * 60 == herd_at;
+        let (Some(created), Some(bound), Some(running)) = (times.created, times.bound, times.running) else {
+            not_running += 1;
+            herd_missing |= in_herd;
+            continue;
+        };
+        // The watch's sightings are ordered; the audit log's create time is the server's.
+        let hops = [run.at - due, created - run.at, bound - created, running - bound, running - due];
+        for (column, hop) in columns.iter_mut().zip(hops) {
+            column.push(hop.max(0.0));
+        }
+        if in_herd {
+            herd_last = Some(herd_last.map_or(running, |l: f64| l.max(running)));
+        }
+    }
+    let [create, pod_created, bound, running, total] = &mut columns;
+    let hops = Hops {
+        create: HopStats::of(create),
+        pod_created: HopStats::of(pod_created),
+        bound: HopStats::of(bound),
+        running: HopStats::of(running),
+    };
+    let sum = HopStats::of(total);
+    let round = |v: f64| (v * 1000.0).round() / 1000.0;
+    let drain_s = if herd_missing { None } else { herd_last.map(|l| round(l - herd_at as f64)) };
+    (hops, EndToEnd { p50_s: sum.p50_s, p99_s: sum.p99_s, max_s: sum.max_s, drain_s, not_running })
+}
+
+/// The cluster an arm ran on: its settings' name and the flags they gave.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterInfo {
+    /// `default` (upstream's client settings) or `tuned`.
+    pub settings: String,
+    pub nodes: u32,
+    pub controller_manager_flags: String,
+    pub scheduler_flags: String,
+    /// Seconds each pod runs (`sleep`).
+    pub pod_run_s: u64,
+    /// Requests (watches left out) per run created, by the cluster's clients: `job-controller`
+    /// (kube-controller-manager's Job controller), `kube-scheduler` and `kwok` (the nodes).
+    pub requests_per_run: BTreeMap<String, f64>,
+}
+
+/// The clients of [`ClusterInfo::requests_per_run`], by a part of their user agent.
+const CLUSTER_CLIENTS: [(&str, &str); 3] =
+    [("job-controller", "/job-controller"), ("kube-scheduler", "kube-scheduler/"), ("kwok", "kwok")];
+
+/// Requests per run of each of the cluster's clients in the audit `records`.
+pub fn requests_per_run(records: &[Value], runs: usize) -> BTreeMap<String, f64> {
+    CLUSTER_CLIENTS
+        .iter()
+        .map(|(name, agent)| {
+            let n = records
+                .iter()
+                .filter(|r| r["verb"] != "watch" && r["userAgent"].as_str().is_some_and(|a| a.contains(agent)))
+                .count();
+            ((*name).to_owned(), (n as f64 / runs.max(1) as f64 * 100.0).round() / 100.0)
+        })
+        .collect()
+}
+
+/// The table's lines for arms with hops: each hop's p99, the end-to-end times and the drain
+/// against the plain client's end-to-end bound.
+pub fn lines<'a>(arms: impl Iterator<Item = (&'a str, &'a Hops, &'a EndToEnd, Option<f64>)>, out: &mut String) {
+    let mut header = false;
+    for (name, h, e, bound) in arms {
+        if !header {
+            let _ = writeln!(
+                out,
+                "end to end (p99 s per hop: create = CronJob controller, pod = Job controller, bind = scheduler, run = node):"
+            );
+            header = true;
+        }
+        let drain = match (e.drain_s, bound) {
+            (Some(d), Some(b)) => format!("herd drain {d:.1} s, {:.2}x the plain client's {b:.1} s", d / b.max(1e-9)),
+            (Some(d), None) => format!("herd drain {d:.1} s"),
+            (None, _) => format!("herd not drained ({} runs never ran)", e.not_running),
+        };
+        let _ = writeln!(
+            out,
+            "  {name}: create {:.2} · pod {:.2} · bind {:.2} · run {:.2} · end to end p50 {:.2} p99 {:.2} max {:.2} · {drain}",
+            h.create.p99_s, h.pod_created.p99_s, h.bound.p99_s, h.running.p99_s, e.p50_s, e.p99_s, e.max_s
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HERD: i64 = 1_800_000_000;
+
+    fn run(cronjob: &str, at: f64) -> Created {
+        Created { namespace: "ns".into(), cronjob: cronjob.into(), minute: HERD / 60, at: HERD as f64 + at }
+    }
+
+    fn job(cronjob: &str) -> String {
+        format!("{cronjob}-{}", HERD / 60)
+    }
+
+    const SEEN: PodState = PodState { bound: false, ran: false, finished: false };
+    const BOUND: PodState = PodState { bound: true, ran: false, finished: false };
+    const RUNNING: PodState = PodState { bound: true, ran: true, finished: false };
+
+    #[test]
+    fn each_hop_is_measured_from_the_one_before_and_the_herd_drains_at_its_last_running_pod() {
+        let mut t = Timeline::default();
+        let h = HERD as f64;
+        for (name, created, bound, running) in [("a", 1.5, 2.0, 2.5), ("b", 3.0, 5.0, 9.0)] {
+            t.pod("ns", &job(name), SEEN, h + created);
+            t.pod("ns", &job(name), BOUND, h + bound);
+            t.pod("ns", &job(name), RUNNING, h + running);
+            // Later sightings change nothing.
+            t.pod("ns", &job(name), RUNNING, h + 50.0);
+        }
+        let (hops, e2e) = measure(&[run("a", 1.0), run("b", 2.0)], &t, HERD);
+        assert_eq!(hops.create, HopStats { p50_s: 2.0, p99_s: 2.0, max_s: 2.0 });
+        // Of two values the p50 is the upper one (the analysis' percentiles); the least is 0.5.
+        assert_eq!((hops.pod_created.p50_s, hops.pod_created.max_s), (1.0, 1.0));
+        assert_eq!((hops.bound.p50_s, hops.bound.max_s), (2.0, 2.0));
+        assert_eq!((hops.running.p50_s, hops.running.max_s), (4.0, 4.0));
+        assert_eq!((e2e.p50_s, e2e.max_s, e2e.drain_s, e2e.not_running), (9.0, 9.0, Some(9.0), 0));
+    }
+
+    #[test]
+    fn a_pod_first_seen_running_counts_as_created_and_bound_then() {
+        let mut t = Timeline::default();
+        t.pod("ns", &job("a"), RUNNING, HERD as f64 + 4.0);
+        let at = Some(HERD as f64 + 4.0);
+        let expected = PodTimes { created: at, bound: at, running: at, finished: None };
+        assert_eq!(t.get("ns", &job("a")), Some(&expected));
+    }
+
+    #[test]
+    fn a_herd_with_a_pod_that_never_ran_has_no_drain() {
+        let mut t = Timeline::default();
+        t.pod("ns", &job("a"), RUNNING, HERD as f64 + 2.0);
+        t.pod("ns", &job("b"), BOUND, HERD as f64 + 2.0);
+        let (_, e2e) = measure(&[run("a", 1.0), run("b", 1.0)], &t, HERD);
+        assert_eq!((e2e.drain_s, e2e.not_running), (None, 1));
+        assert_eq!(e2e.max_s, 2.0, "the runs that ran are measured");
+    }
+
+    #[test]
+    fn requests_per_run_are_counted_by_client_without_watches() {
+        let r = |verb: &str, agent: &str| serde_json::json!({"verb": verb, "userAgent": agent});
+        let kcm = "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/abc/job-controller";
+        let records = [r("create", kcm), r("update", kcm), r("watch", kcm), r("create", "kube-scheduler/v1.37.2")];
+        let per_run = requests_per_run(&records, 2);
+        assert_eq!(per_run["job-controller"], 1.0);
+        assert_eq!(per_run["kube-scheduler"], 0.5);
+        assert_eq!(per_run["kwok"], 0.0);
+    }
+
+    #[test]
+    fn the_bound_namespace_counts_its_running_jobs_and_the_last_to_run() {
+        let mut t = Timeline::default();
+        t.pod("bound", "x1", RUNNING, 10.0);
+        t.pod("bound", "x2", RUNNING, 12.0);
+        t.pod("bound", "x3", BOUND, 13.0);
+        t.pod("other", "y", RUNNING, 20.0);
+        assert_eq!(t.running_in("bound"), (2, 12.0));
+    }
+}
