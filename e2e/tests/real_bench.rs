@@ -1,5 +1,5 @@
 //! `cronshard-bench` on real servers: a small herd on a whole cluster (`--target cluster`,
-//! about 7 minutes: a real server's clock cannot be moved, so each arm waits for a real
+//! about 4 minutes: a real server's clock cannot be moved, so each arm waits for a real
 //! minute), cronshard and kube-controller-manager's CronJob controller, each on its own fresh
 //! cluster with kube-apiserver's audit log and a Pod watch; and the failover scenario on the
 //! real control plane (`--target kube`).
