@@ -11,7 +11,6 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
@@ -154,24 +153,7 @@ pub(crate) async fn measure_bound(
 ) -> Result<(usize, f64, Option<f64>), String> {
     let api: Api<Job> = Api::namespaced(client.clone(), namespace);
     let started_at = cronshard_types::Timestamp::now().as_millisecond() as f64 / 1000.0;
-    let started = Instant::now();
-    let container = run.container();
-    let created = futures::stream::iter(0..jobs)
-        .map(|i| {
-            let (api, container) = (api.clone(), container.clone());
-            async move {
-                // "x" before the number: the analysis must not read it as a run's minute.
-                let job: Job = serde_json::from_value(json!({"metadata": {"name": format!("bound-x{i}")},
-                    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}))
-                .ok()?;
-                api.create(&PostParams::default(), &job).await.ok()
-            }
-        })
-        .buffer_unordered(in_flight)
-        .filter(|j| futures::future::ready(j.is_some()))
-        .count()
-        .await;
-    let rate = created as f64 / started.elapsed().as_secs_f64().max(1e-3);
+    let (created, rate) = crate::bound_jobs::create(&api, jobs, &run.container(), in_flight).await;
     let all_ran = watch.wait(limit, |t| t.running_in(namespace).0 >= created).await;
     let (ran, last) = watch.with(|t| t.running_in(namespace));
     let end_to_end = all_ran.then(|| ((last - started_at) * 1000.0).round() / 1000.0);

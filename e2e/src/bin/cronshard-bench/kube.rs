@@ -318,24 +318,8 @@ async fn load(
 /// `IN_FLIGHT` concurrent POSTs. Returns (Jobs created, creates per second).
 async fn measure_bound(client: &kube::Client, jobs: usize) -> Result<(usize, f64), String> {
     let api: Api<Job> = Api::namespaced(client.clone(), BOUND_NAMESPACE);
-    let started = Instant::now();
-    let created = futures::stream::iter(0..jobs)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                // "x" before the number: the analysis must not read it as a run's minute.
-                let job: Job = serde_json::from_value(json!({"metadata": {"name": format!("bound-x{i}")},
-                    "spec": {"template": {"spec": {"restartPolicy": "Never",
-                        "containers": [{"name": "c", "image": "busybox"}]}}}}))
-                .ok()?;
-                api.create(&PostParams::default(), &job).await.ok()
-            }
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .filter(|j| futures::future::ready(j.is_some()))
-        .count()
-        .await;
-    let rate = created as f64 / started.elapsed().as_secs_f64().max(1e-3);
+    let (created, rate) =
+        crate::bound_jobs::create(&api, jobs, &json!({"name": "c", "image": "busybox"}), IN_FLIGHT).await;
     tracing::info!(created, rate, "plain-client bound measured");
     Ok((created, rate))
 }

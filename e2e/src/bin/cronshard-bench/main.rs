@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 mod arm;
 mod arm_spec;
+mod bound_jobs;
 mod cluster;
 mod controllers;
 mod kube;
