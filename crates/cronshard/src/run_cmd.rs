@@ -60,18 +60,20 @@ pub(crate) struct RunArgs {
     /// buckets and nothing else moves (longer than a rolling update's pod replacement).
     #[arg(long, default_value = "30s", value_parser = cronshard::cli::parse_duration)]
     join_grace: Duration,
-    /// This replica's client rate cap, requests per second (0 = none; with
-    /// --deployment-qps 0 too, no client-side limit at all). The adaptive rate never goes
-    /// above it.
-    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 1000.0, value_parser = parse_rate)]
+    /// This replica's client rate cap, requests per second (0 = none, the default: the
+    /// adaptive rate finds what the server admits; with --deployment-qps 0 too, no
+    /// client-side limit at all). The adaptive rate never goes above it.
+    #[arg(long, env = "CRONSHARD_QPS", default_value_t = 0.0, value_parser = parse_rate)]
     qps: f64,
-    /// Client burst at --qps (it shrinks in proportion with the rate).
+    /// Client burst at --qps (it shrinks in proportion with the rate); without --qps the
+    /// burst is a second of the rate.
     #[arg(long, env = "CRONSHARD_BURST", default_value_t = 1000)]
     burst: u32,
     /// The whole deployment's starting client rate, requests per second (0 = none: each
     /// replica starts at --qps): each replica takes the share its buckets make up (about 1/R).
     /// From there the rate adapts to the API server: cut on 429s and on writes that queued
-    /// there for more than half a second, raised step by step while work waits for it, so
+    /// there for more than half a second, raised while work waits for it and the rate is used
+    /// (fourfold a second until the server first pushes back, then step by step), so
     /// that replicas stay within the server's admitted write rate, where their own
     /// priorities (due creates first) hold.
     #[arg(long, env = "CRONSHARD_DEPLOYMENT_QPS", default_value_t = 1000.0, value_parser = parse_rate)]

@@ -40,6 +40,21 @@ const DELIVERED_WINDOW: Duration = Duration::from_secs(1);
 /// Additive increase per second, as a share of the starting deployment rate: after a cut of
 /// 10% at 1,000/s the rate is back in 4 s.
 const INCREASE_PER_S: f64 = 0.025;
+/// Until the server first pushes back, and again once it has not for this long, the rate
+/// grows by [`SLOW_START_GROWTH_PER_S`] a second instead (slow start, as TCP's): a server that
+/// admits three times the starting rate is found within a second, not after 80 s of additive
+/// steps, and one that pushed back during a burst of other clients' writes is probed afresh
+/// before the next herd.
+const SLOW_START_AFTER: Duration = Duration::from_secs(30);
+/// Slow start's growth: fourfold a second (doubling every half second), so that a herd that
+/// starts at 1,000/s against a server admitting 3,000/s has the server's rate within 0.8 s and
+/// drains within 10% of what the server allows.
+const SLOW_START_GROWTH_PER_S: f64 = 4.0;
+/// The rate grows only while the server delivered at least this share of it: a rate the
+/// replica does not use says nothing about the server (callers may wait for a place, not for
+/// the rate), and without a `--qps` cap nothing else stops it from growing (TCP's
+/// "congestion window validation").
+const USED_TO_GROW: f64 = 0.5;
 /// The rate never falls below this share of the starting rate, so that listing, labelling
 /// and renewals go on against a server that throttles everything.
 const FLOOR: f64 = 0.01;
@@ -163,6 +178,8 @@ pub struct Aimd {
     share: f64,
     /// No cut before this: the answers to the rate before the last cut are still coming.
     hold_until: Option<Instant>,
+    /// The last cut, which ends slow start for [`SLOW_START_AFTER`].
+    last_cut: Option<Instant>,
     last_observed: Option<Instant>,
     /// (start of an observation, answers delivered in it, 429s in it), over the last second.
     recent: VecDeque<(Instant, u64, u64)>,
@@ -175,6 +192,7 @@ impl Aimd {
             deployment: 0.0,
             share: 1.0,
             hold_until: None,
+            last_cut: None,
             last_observed: None,
             recent: VecDeque::new(),
         };
@@ -215,18 +233,20 @@ impl Aimd {
     }
 
     /// Adapts the rate to what the server answered since the last call: a cut on 429s or
-    /// slow writes (at most one per second), else an additive increase while `demand` (callers
-    /// waited at the limiter). Returns the cut, if any.
+    /// slow writes (at most one per second), else an increase while `demand` (callers waited
+    /// at the limiter) and the rate is used. Returns the cut, if any.
     pub fn observe(&mut self, now: Instant, signals: Signals, demand: bool) -> Option<Cut> {
         let since = self.last_observed.replace(now).unwrap_or(now);
         if !self.budget.adaptive || self.rate().0 <= 0.0 {
             return None;
         }
         self.recent.push_back((since, signals.delivered, signals.throttled));
-        while self.recent.front().is_some_and(|(at, ..)| now.duration_since(*at) > DELIVERED_WINDOW) {
+        // The observation just made stays, however long it was.
+        while self.recent.len() > 1
+            && self.recent.front().is_some_and(|(at, ..)| now.duration_since(*at) > DELIVERED_WINDOW)
+        {
             self.recent.pop_front();
         }
-        let start = self.start();
         // Slow writes cut only while the rate holds work back: a server that is slow while
         // this replica sends less than its rate allows (its lists at start-up, other clients,
         // Lease renewals during a rebalance) is not slowed by that rate, and a cut then only
@@ -237,40 +257,58 @@ impl Aimd {
             if self.hold_until.is_some_and(|until| now < until) {
                 return None;
             }
-            let span = self.recent.front().map_or(0.0, |(at, ..)| now.duration_since(*at).as_secs_f64());
-            let delivered: u64 = self.recent.iter().map(|(_, d, _)| d).sum();
-            let rejected: u64 = self.recent.iter().map(|(.., t)| t).sum();
-            let delivered_rate = if span > 0.0 { delivered as f64 / span / self.effective_share() } else { 0.0 };
-            // Above the ceiling (the share grew since) the rate is the ceiling's.
-            let current = self.deployment.min(self.ceiling());
-            let most_rejected = rejected > delivered && rejected >= MOST_REJECTED_MIN;
-            let halved = if most_rejected { 0.0 } else { current * CUT_FACTOR };
-            let factor = if cut == Cut::Throttled { THROTTLED_FACTOR } else { 1.0 };
-            let cut_to = halved.max(delivered_rate * factor);
-            self.deployment = cut_to.min(current).max(start * FLOOR);
-            let queued = Duration::from_millis(signals.slowest_write_ms);
-            self.hold_until = Some(now + if cut == Cut::SlowWrites { queued.max(CUT_COOLDOWN) } else { CUT_COOLDOWN });
-            tracing::debug!(
-                reason = cut.metric_label(),
-                delivered_per_s = delivered_rate * self.effective_share(),
-                throttled = signals.throttled,
-                slowest_write_ms = signals.slowest_write_ms,
-                qps = self.rate().0,
-                "client rate cut"
-            );
+            self.cut(now, cut, signals.slowest_write_ms);
             return Some(cut);
         }
-        if demand {
-            let elapsed = now.duration_since(since).as_secs_f64();
-            self.deployment = (self.deployment + start * INCREASE_PER_S * elapsed).min(self.ceiling());
+        if demand && self.delivered_rate(now) >= USED_TO_GROW * self.deployment.min(self.ceiling()) {
+            // A long gap between looks (a stalled process) grows the rate by a second's worth.
+            let elapsed = now.duration_since(since).min(DELIVERED_WINDOW).as_secs_f64();
+            let slow_start = self.last_cut.is_none_or(|at| now.duration_since(at) >= SLOW_START_AFTER);
+            let grown = if slow_start {
+                self.deployment * SLOW_START_GROWTH_PER_S.powf(elapsed)
+            } else {
+                self.deployment + self.start() * INCREASE_PER_S * elapsed
+            };
+            self.deployment = grown.min(self.ceiling());
         }
         None
     }
 
+    /// What the server delivered over the last second, as a deployment-wide rate.
+    fn delivered_rate(&self, now: Instant) -> f64 {
+        let span = self.recent.front().map_or(0.0, |(at, ..)| now.duration_since(*at).as_secs_f64());
+        let delivered: u64 = self.recent.iter().map(|(_, d, _)| d).sum();
+        if span > 0.0 { delivered as f64 / span / self.effective_share() } else { 0.0 }
+    }
+
+    /// Cuts the rate for `cut`: halved, or to what the server delivered (see [`CUT_FACTOR`]).
+    fn cut(&mut self, now: Instant, cut: Cut, slowest_write_ms: u64) {
+        let delivered_rate = self.delivered_rate(now);
+        let delivered: u64 = self.recent.iter().map(|(_, d, _)| d).sum();
+        let rejected: u64 = self.recent.iter().map(|(.., t)| t).sum();
+        // Above the ceiling (the share grew since) the rate is the ceiling's.
+        let current = self.deployment.min(self.ceiling());
+        let most_rejected = rejected > delivered && rejected >= MOST_REJECTED_MIN;
+        let halved = if most_rejected { 0.0 } else { current * CUT_FACTOR };
+        let factor = if cut == Cut::Throttled { THROTTLED_FACTOR } else { 1.0 };
+        let cut_to = halved.max(delivered_rate * factor);
+        self.deployment = cut_to.min(current).max(self.start() * FLOOR);
+        let queued = Duration::from_millis(slowest_write_ms);
+        self.hold_until = Some(now + if cut == Cut::SlowWrites { queued.max(CUT_COOLDOWN) } else { CUT_COOLDOWN });
+        self.last_cut = Some(now);
+        tracing::debug!(
+            reason = cut.metric_label(),
+            delivered_per_s = delivered_rate * self.effective_share(),
+            slowest_write_ms,
+            qps = self.rate().0,
+            "client rate cut"
+        );
+    }
+
     /// The deployment rate beyond which this replica's rate would not grow: `--qps` over its
-    /// share, or without a cap the budget itself.
+    /// share; without a cap, none (the rate grows only while it is used).
     fn ceiling(&self) -> f64 {
-        if self.budget.qps > 0.0 { self.budget.qps / self.effective_share() } else { self.start() }
+        if self.budget.qps > 0.0 { self.budget.qps / self.effective_share() } else { f64::INFINITY }
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) fn arm_processes(arm: &str) -> Option<(usize, &'static str, Vec<Strin
                     "cronshard at its defaults, the server filtering by shardSelector (ShardedListAndWatch on)",
                     Vec::new(),
                 )
+            } else if let Some(r) = replicas.strip_suffix("-capped") {
+                (r, "cronshard with each replica capped at --qps 1000", vec!["--qps".to_owned(), "1000".to_owned()])
             } else if let Some(r) = replicas.strip_suffix("-unlimited") {
                 let unlimited = ["--qps", "0", "--deployment-qps", "0"].map(str::to_owned).to_vec();
                 (r, "cronshard without a client-side rate limit", unlimited)

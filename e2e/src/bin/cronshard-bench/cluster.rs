@@ -160,3 +160,39 @@ pub(crate) async fn measure_bound(
     tracing::info!(created, rate, ran, ?end_to_end, "plain-client bounds measured");
     Ok((created, rate, end_to_end))
 }
+
+/// Waits (up to `limit`) until every Job of `herd` (namespace, name) has finished, so that
+/// the plain client's bound that follows meets a quiet cluster: its pods have ended and the
+/// Job controller has recorded them, rather than competing with it for its client budget.
+/// Whether they all finished.
+pub(crate) async fn wait_for_jobs_finished(client: &kube::Client, herd: &[(String, String)], limit: Duration) -> bool {
+    let api: Api<Job> = Api::all(client.clone());
+    let wanted: std::collections::HashSet<(&str, &str)> =
+        herd.iter().map(|(ns, n)| (ns.as_str(), n.as_str())).collect();
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(jobs) = api.list(&Default::default()).await {
+            let finished = jobs
+                .items
+                .iter()
+                .filter(|j| {
+                    let key = (j.metadata.namespace.as_deref().unwrap_or(""), j.metadata.name.as_deref().unwrap_or(""));
+                    wanted.contains(&key) && job_finished(j)
+                })
+                .count();
+            if finished >= wanted.len() {
+                return true;
+            }
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// A Job with a `Complete` or `Failed` condition that is true.
+fn job_finished(job: &Job) -> bool {
+    let conditions = job.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    conditions.iter().any(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")
+}

@@ -163,7 +163,8 @@ async fn wait_for_herd(pods: &PodWatch, herd: &[(String, String)], arm: &str) {
 }
 
 /// The plain client's bounds: ((Jobs created, creates per second), seconds until all their
-/// pods ran). On a whole cluster, as many Jobs as the herd with its pod; else as many minimal
+/// pods ran). On a whole cluster, once the herd's Jobs have finished (a quiet cluster), as
+/// many Jobs as the herd with its pod; else as many minimal
 /// Jobs as the herd within [`BOUND_JOBS`], and no end-to-end bound.
 async fn bounds(
     client: &kube::Client,
@@ -173,7 +174,11 @@ async fn bounds(
 ) -> Result<((usize, f64), Option<f64>), String> {
     match cluster {
         Some((pods, run)) => {
-            let jobs = herd_jobs(seeds, herd_at).len().max(1);
+            let herd = herd_jobs(seeds, herd_at);
+            if !cluster::wait_for_jobs_finished(client, &herd, DRAIN_LIMIT).await {
+                tracing::warn!(limit_s = DRAIN_LIMIT.as_secs(), "some of the herd's Jobs did not finish in time");
+            }
+            let jobs = herd.len().max(1);
             let (created, rate, e2e) =
                 cluster::measure_bound(client, pods, &run, (BOUND_NAMESPACE, jobs, IN_FLIGHT), DRAIN_LIMIT).await?;
             Ok(((created, rate), e2e))

@@ -35,8 +35,9 @@ struct Args {
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
     /// adaptive client rate), cronshard-R-unreserved (no pause of lower-priority work before a
-    /// herd), cronshard-R-unlimited (no client-side rate limit), cronshard-R-sharded (the
-    /// server's ShardedListAndWatch gate on: no CronJob labelled), v1, v2,
+    /// herd), cronshard-R-capped (each replica at most --qps 1000), cronshard-R-unlimited (no
+    /// client-side rate limit), cronshard-R-sharded (the server's ShardedListAndWatch gate
+    /// on: no CronJob labelled), v1, v2,
     /// v2-tuned (simulator only), upstream, upstream-tuned (kube-controller-manager's CronJob
     /// controller; on the simulator on real time, the scenario's schedules moved to a real
     /// minute).
@@ -176,7 +177,7 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     for arm in &args.arms {
         arm_processes(arm).ok_or_else(|| {
             format!(
-                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unreserved, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
+                "unknown arm {arm:?}: use cronshard-R, cronshard-R-fixed, cronshard-R-unreserved, cronshard-R-capped, cronshard-R-unlimited, v1, v2, v2-tuned, upstream or upstream-tuned"
             )
         })?;
         let upstream = upstream_flags(arm).is_some();

@@ -129,18 +129,49 @@ fn slow_writes_while_nothing_waits_for_the_rate_do_not_cut_it_but_429s_do() {
     assert_eq!(aimd.observe(t0 + ms(500), throttled(5, 10), false), Some(Cut::Throttled));
 }
 
+/// Quarter-seconds from `from_ms` to `to_ms` in which the server delivers all the rate allows
+/// (`used` 1.0) or a share of it, with callers waiting for it (`demand`).
+fn run_at_rate(aimd: &mut Aimd, t0: Instant, (from_ms, to_ms): (u64, u64), used: f64, demand: bool) {
+    for at in (from_ms + 250..=to_ms).step_by(250) {
+        let delivered = (aimd.rate().0 * 0.25 * used).round() as u64;
+        aimd.observe(t0 + ms(at), ok(delivered), demand);
+    }
+}
+
 #[test]
-fn the_rate_grows_step_by_step_only_while_work_waits_for_it() {
+fn before_the_server_pushes_back_the_rate_grows_fourfold_a_second_while_used() {
     let t0 = Instant::now();
-    let mut aimd = Aimd::new(budget(1000.0, 1000.0, 1000.0));
+    let mut aimd = Aimd::new(budget(0.0, 1.0, 1000.0));
+    aimd.observe(t0, ok(0), false);
+    run_at_rate(&mut aimd, t0, (0, 1000), 1.0, true);
+    assert!((aimd.rate().0 - 4000.0).abs() < 1e-6, "{:?}", aimd.rate());
+    run_at_rate(&mut aimd, t0, (1000, 1500), 1.0, true);
+    assert!((aimd.rate().0 - 8000.0).abs() < 1e-6, "{:?}", aimd.rate());
+}
+
+#[test]
+fn the_rate_does_not_grow_while_nothing_waits_for_it_or_it_is_not_used() {
+    let t0 = Instant::now();
+    let mut aimd = Aimd::new(budget(0.0, 1.0, 1000.0));
+    aimd.observe(t0, ok(0), false);
+    run_at_rate(&mut aimd, t0, (0, 4000), 1.0, false);
+    assert_eq!(aimd.rate().0, 1000.0, "idle: a quiet hour does not grow the rate the next herd meets");
+    run_at_rate(&mut aimd, t0, (4000, 5000), 0.4, false);
+    run_at_rate(&mut aimd, t0, (5000, 9000), 0.4, true);
+    assert_eq!(aimd.rate().0, 1000.0, "callers wait for places, not for the rate");
+}
+
+#[test]
+fn after_a_cut_the_rate_grows_step_by_step_until_30_quiet_seconds_restart_slow_start() {
+    let t0 = Instant::now();
+    let mut aimd = Aimd::new(budget(0.0, 1.0, 1000.0));
     aimd.observe(t0, throttled(1, 0), true);
     assert_eq!(aimd.rate().0, 500.0);
-    aimd.observe(t0 + ms(4000), ok(10), false);
-    assert_eq!(aimd.rate().0, 500.0, "idle: a quiet hour does not grow the rate the next herd meets");
-    aimd.observe(t0 + ms(6000), ok(1000), true);
-    assert!((aimd.rate().0 - 550.0).abs() < 1e-9, "2.5% of the starting rate per second: {:?}", aimd.rate());
-    aimd.observe(t0 + ms(60_000), ok(1000), true);
-    assert_eq!(aimd.rate().0, 1000.0, "never above --qps");
+    run_at_rate(&mut aimd, t0, (0, 2000), 1.0, true);
+    assert!((aimd.rate().0 - 550.0).abs() < 1e-6, "2.5% of the starting rate per second: {:?}", aimd.rate());
+    run_at_rate(&mut aimd, t0, (2000, 30_000), 1.0, false);
+    run_at_rate(&mut aimd, t0, (30_000, 31_000), 1.0, true);
+    assert!((aimd.rate().0 - 2200.0).abs() < 1e-6, "slow start again: {:?}", aimd.rate());
 }
 
 #[test]
@@ -148,10 +179,10 @@ fn the_rate_may_grow_past_the_deployment_budget_up_to_qps() {
     let t0 = Instant::now();
     let mut aimd = Aimd::new(budget(3000.0, 3000.0, 1000.0));
     aimd.observe(t0, ok(0), true);
-    aimd.observe(t0 + ms(20_000), ok(1000), true);
-    assert!((aimd.rate().0 - 1500.0).abs() < 1e-9, "{:?}", aimd.rate());
-    aimd.observe(t0 + ms(200_000), ok(1000), true);
-    assert_eq!(aimd.rate().0, 3000.0);
+    run_at_rate(&mut aimd, t0, (0, 500), 1.0, true);
+    assert!((aimd.rate().0 - 2000.0).abs() < 1e-6, "{:?}", aimd.rate());
+    run_at_rate(&mut aimd, t0, (500, 5000), 1.0, true);
+    assert_eq!(aimd.rate(), (3000.0, 3000.0), "never above --qps");
 }
 
 #[test]
