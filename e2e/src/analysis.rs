@@ -20,7 +20,8 @@ pub struct Created {
     pub at: f64,
 }
 
-fn seconds(record: &Value) -> Option<f64> {
+/// When the request `record` was answered, unix seconds.
+pub(crate) fn seconds(record: &Value) -> Option<f64> {
     let t: Timestamp = record["time"].as_str()?.parse().ok()?;
     Some(t.as_millisecond() as f64 / 1000.0)
 }

@@ -159,11 +159,14 @@ pub struct ClusterInfo {
     /// Requests (watches left out) per run created, by the cluster's clients: `job-controller`
     /// (kube-controller-manager's Job controller), `kube-scheduler` and `kwok` (the nodes).
     pub requests_per_run: BTreeMap<String, f64>,
+    /// The Job controller's requests while the herd's pods were being created, per pod
+    /// created ([`requests_per_start`]): what `cronshard plan` divides its client rate by.
+    pub job_controller_requests_per_start: Option<f64>,
 }
 
 /// The clients of [`ClusterInfo::requests_per_run`], by a part of their user agent.
 const CLUSTER_CLIENTS: [(&str, &str); 3] =
-    [("job-controller", "/job-controller"), ("kube-scheduler", "kube-scheduler/"), ("kwok", "kwok")];
+    [("job-controller", JOB_CONTROLLER_AGENT), ("kube-scheduler", "kube-scheduler/"), ("kwok", "kwok")];
 
 /// Requests per run of each of the cluster's clients in the audit `records`.
 pub fn requests_per_run(records: &[Value], runs: usize) -> BTreeMap<String, f64> {
@@ -178,6 +181,34 @@ pub fn requests_per_run(records: &[Value], runs: usize) -> BTreeMap<String, f64>
         })
         .collect()
 }
+
+/// Requests (watches left out) of the client whose user agent contains `agent`, from the
+/// herd's due time `herd_at` until the last of the `herd`'s Jobs had its first pod, per pod
+/// created in that time: the client's cost per run on a herd's critical path. Anything else
+/// it does meanwhile (a pod's readiness, a Job that finishes) is in it, as it takes from the
+/// same client budget. `None` before every Job of the herd had a pod.
+pub fn requests_per_start(
+    records: &[Value],
+    agent: &str,
+    timeline: &Timeline,
+    herd: &[(String, String)],
+    herd_at: i64,
+) -> Option<f64> {
+    let created: Vec<f64> =
+        herd.iter().map(|(ns, job)| timeline.get(ns, job).and_then(|t| t.created)).collect::<Option<_>>()?;
+    let last = created.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let window = herd_at as f64..=last;
+    let requests = records
+        .iter()
+        .filter(|r| r["verb"] != "watch" && r["userAgent"].as_str().is_some_and(|a| a.contains(agent)))
+        .filter_map(crate::analysis::seconds)
+        .filter(|at| window.contains(at))
+        .count();
+    (!created.is_empty()).then(|| (requests as f64 / created.len() as f64 * 100.0).round() / 100.0)
+}
+
+/// The Job controller's part of a user agent (kube-controller-manager names each controller's client).
+pub const JOB_CONTROLLER_AGENT: &str = "/job-controller";
 
 /// The table's lines for arms with hops: each hop's p99, the end-to-end times and the drain
 /// against the plain client's end-to-end bound.
@@ -270,6 +301,34 @@ mod tests {
         assert_eq!(per_run["job-controller"], 1.0);
         assert_eq!(per_run["kube-scheduler"], 0.5);
         assert_eq!(per_run["kwok"], 0.0);
+    }
+
+    #[test]
+    fn requests_per_start_count_the_client_while_the_herd_got_its_pods() {
+        let h = HERD as f64;
+        let at =
+            |s: f64| cronshard_types::Timestamp::from_millisecond(((h + s) * 1000.0) as i64).expect("time").to_string();
+        let kcm = "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/abc/job-controller";
+        let r = |verb: &str, agent: &str, s: f64| serde_json::json!({"verb": verb, "userAgent": agent, "time": at(s)});
+        let mut t = Timeline::default();
+        t.pod("ns", &job("a"), SEEN, h + 1.0);
+        t.pod("ns", &job("b"), SEEN, h + 3.0);
+        let herd = [("ns".to_owned(), job("a")), ("ns".to_owned(), job("b"))];
+        let records = [
+            r("create", kcm, -1.0), // before the herd: not its cost
+            r("create", kcm, 0.5),
+            r("update", kcm, 1.0),
+            r("watch", kcm, 1.5),
+            r("create", "kube-scheduler/v1.37.2", 2.0),
+            r("create", kcm, 2.5),
+            r("update", kcm, 3.0),
+            r("update", kcm, 3.5), // after the last pod: not on the critical path
+        ];
+        assert_eq!(requests_per_start(&records, JOB_CONTROLLER_AGENT, &t, &herd, HERD), Some(2.0));
+        assert_eq!(requests_per_start(&records, "kube-scheduler/", &t, &herd, HERD), Some(0.5));
+        // A Job of the herd without a pod: no figure.
+        let more = [herd[0].clone(), herd[1].clone(), ("ns".to_owned(), job("c"))];
+        assert_eq!(requests_per_start(&records, JOB_CONTROLLER_AGENT, &t, &more, HERD), None);
     }
 
     #[test]

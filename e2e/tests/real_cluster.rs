@@ -36,7 +36,7 @@ const HISTORY_LIMIT: usize = 1;
 
 /// The cluster both tests share: an audit log for judging, and a Job controller with its
 /// client rate raised for a 300-Job herd a minute (kube-controller-manager's default is 20 QPS
-/// shared by all its controllers; each Job costs a Pod create and several status writes).
+/// for each of its controllers; each Job costs a Pod create and several status writes).
 fn cluster() -> &'static Testbed {
     let dir = std::env::temp_dir().join(format!("cronshard-cluster-policy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("policy dir");

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::plan::{
-    Settings, SpreadSettings, Window, compute, next_full_hour, parse_quantity, read_items, render_text, svg, to_json,
+    Client, ClusterSettings, Settings, SpreadSettings, Window, compute, next_full_hour, parse_quantity, read_items,
+    render_text, svg, to_json,
 };
 use clap::{Args, ValueEnum};
 use cronshard_types::Timestamp;
@@ -46,6 +47,22 @@ pub(crate) struct PlanArgs {
     /// Memory limit of one replica, a Kubernetes quantity (512Mi, 1Gi, 800M).
     #[arg(long, default_value = "512Mi", value_parser = parse_quantity)]
     memory_per_replica: u64,
+    /// How soon after their due time the largest herd's pods should run: what the Job
+    /// controller's and kube-scheduler's rates are planned for.
+    #[arg(long, default_value = "60s", value_parser = cronshard::cli::parse_duration)]
+    start_target: Duration,
+    /// The cluster's kube-controller-manager `--kube-api-qps` now (its Job controller's rate).
+    #[arg(long, default_value_t = 20.0)]
+    job_controller_qps: f64,
+    /// The cluster's kube-controller-manager `--kube-api-burst` now.
+    #[arg(long, default_value_t = 30.0)]
+    job_controller_burst: f64,
+    /// The cluster's kube-scheduler client QPS now (`clientConnection.qps`).
+    #[arg(long, default_value_t = 50.0)]
+    scheduler_qps: f64,
+    /// The cluster's kube-scheduler client burst now (`clientConnection.burst`).
+    #[arg(long, default_value_t = 100.0)]
+    scheduler_burst: f64,
     /// Also show the window with each selected CronJob's runs spread by a pinned offset within
     /// this duration (as `cronshard.io/spread` would), at the planned create rate.
     #[arg(long, value_name = "DURATION")]
@@ -86,8 +103,13 @@ fn execute(args: &PlanArgs, from: Timestamp) -> anyhow::Result<String> {
     let settings = Settings::new(args.skew_target, args.qps, args.admitted_writes_per_s, args.memory_per_replica)?;
     let window = Window::new(from, args.hours)?.with_dst_policy(args.dst_policy);
     let spread = args.spread.as_deref().map(|s| SpreadSettings::new(s, args.spread_selector.as_deref())).transpose()?;
+    let cluster = ClusterSettings::new(
+        args.start_target,
+        Client::new("job-controller", args.job_controller_qps, args.job_controller_burst)?,
+        Client::new("scheduler", args.scheduler_qps, args.scheduler_burst)?,
+    )?;
     let items = read_items(&args.file)?;
-    let mut plan = compute(&items, window, settings);
+    let mut plan = compute(&items, window, settings).with_cluster(&cluster);
     if let Some(spread) = &spread {
         plan = plan.with_spread(&items, spread);
     }

@@ -147,6 +147,37 @@ fn server_limited_plan_says_so() {
 }
 
 #[test]
+fn the_whole_cluster_part_names_each_client_and_its_flags() {
+    let dir = temp_dir("cluster");
+    let file = write_cluster(&dir);
+    // The largest herd is 4 runs; a Job controller at 2 QPS without a burst is its slowest hop.
+    let flags = ["--start-target", "1s", "--job-controller-qps", "2", "--job-controller-burst", "0"];
+    let out = plan_window(&file, &[&flags[..], &["-o", "json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let c = &report["cluster"];
+    let per_run = c["job_controller"]["requests_per_run"].as_f64().expect("requests per run");
+    assert!(per_run > 1.0, "the pod create and the Job's status at least: {c}");
+    let drain = c["job_controller"]["drain_now_s"].as_f64().expect("drain");
+    assert!((drain - 4.0 * per_run / 2.0).abs() < 1e-6, "{c}");
+    assert_eq!(c["limited_by"], "job_controller", "{c}");
+    assert_eq!(c["predicted_drain_s"].as_f64(), Some(drain), "{c}");
+    // Under upstream's defaults' need: the defaults stay (20 and 50 QPS).
+    assert_eq!((c["job_controller"]["qps"].as_u64(), c["scheduler"]["qps"].as_u64()), (Some(20), Some(50)), "{c}");
+    let text = stdout(&plan_window(&file, &flags));
+    assert!(
+        text.contains("\n    kube-controller-manager --kube-api-qps 20 --kube-api-burst 30 --concurrent-job-syncs 5\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n    kube-scheduler --kube-api-qps 50 --kube-api-burst 100 "), "{text}");
+    assert!(text.contains("Predicted end-to-end herd drain now: "), "{text}");
+    let out = plan_window(&file, &["--job-controller-qps", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: --job-controller-qps 0: must be a positive number\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn svg_is_written_and_its_path_printed() {
     let dir = temp_dir("svg");
     let file = write_cluster(&dir);

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::cluster::{ClusterPlan, ClusterSettings};
 use super::load::{Load, count_runs};
 use super::settings::{MEMORY_BASE_BYTES, MEMORY_PER_CRONJOB_BYTES, Settings, Window};
 use super::spread_comparison::{Comparison, SpreadSettings, compare};
@@ -70,6 +71,8 @@ pub(crate) struct Plan {
     pub(super) capacity: Capacity,
     /// With `--spread`: the window without and with it, at the planned create rate.
     pub(super) spread: Option<Comparison>,
+    /// The largest herd on its way to running pods: the Job controller and kube-scheduler.
+    pub(super) cluster: ClusterPlan,
 }
 
 impl Plan {
@@ -89,10 +92,17 @@ pub(crate) fn compute(items: &[Value], window: Window, settings: Settings) -> Pl
     let stats = minute_stats(&load.per_minute);
     let herds = herds(&load.per_minute, window.start_s, SHOWN);
     let capacity = capacity(stats.max, load.total, &settings);
-    Plan { window, settings, load, runs, stats, herds, capacity, spread: None }
+    let cluster = super::cluster::plan(capacity.herd, capacity.planned_rate, &ClusterSettings::default());
+    Plan { window, settings, load, runs, stats, herds, capacity, spread: None, cluster }
 }
 
 impl Plan {
+    /// The cluster's part for a cluster that runs with `cluster`'s client settings.
+    pub(crate) fn with_cluster(mut self, cluster: &ClusterSettings) -> Plan {
+        self.cluster = super::cluster::plan(self.capacity.herd, self.capacity.planned_rate, cluster);
+        self
+    }
+
     /// Adds the comparison with and without `spread`, at the create rate this plan gives.
     pub(crate) fn with_spread(mut self, items: &[Value], spread: &SpreadSettings) -> Plan {
         self.spread = Some(compare(items, &self.window, spread, self.capacity.planned_rate));

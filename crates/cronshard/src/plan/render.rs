@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use cronshard::plot::number as fmt_num;
 
+use super::cluster::{ClusterPlan, Need};
 use super::model::{MIN_REPLICAS, Plan, SHOWN, WRITES_PER_RUN};
 use super::settings::{MEMORY_BASE_BYTES, MEMORY_PER_CRONJOB_BYTES};
 use super::spread_comparison::{Comparison, Drain};
@@ -58,6 +59,7 @@ pub(crate) fn render_text(plan: &Plan) -> String {
         stats.max * WRITES_PER_RUN
     );
     write_capacity(&mut out, plan);
+    write_cluster(&mut out, &plan.cluster);
     if let Some(spread) = &plan.spread {
         write_spread(&mut out, spread);
     }
@@ -163,6 +165,72 @@ fn write_capacity(out: &mut String, plan: &Plan) {
     }
 }
 
+/// The whole cluster's part of the text: each client's need with its flags, then the
+/// herd's drain at the cluster's settings now.
+fn write_cluster(out: &mut String, c: &ClusterPlan) {
+    let t = fmt_num(c.start_target_s);
+    let _ = writeln!(
+        out,
+        "Whole cluster: the largest herd's pods running within {t} s of their due time (--start-target), \
+         H = {} runs:",
+        c.herd
+    );
+    let (jc_now, scheduler_now) = c.settings_now;
+    let need = |name: &str, unit: &str, n: &Need, now: super::cluster::Client| {
+        format!(
+            "  {name}: {} requests per {unit} * H / {t} s = {}/s needed; at {} QPS, burst {} (now) the herd waits {} s \
+             for it",
+            fmt_num(n.requests_per_run),
+            fmt_num(n.needed_qps),
+            fmt_num(now.qps),
+            fmt_num(now.burst),
+            fmt_num(n.drain_now_s)
+        )
+    };
+    let jc = &c.job_controller;
+    let _ = writeln!(out, "{}", need("Job controller", "run", jc, jc_now));
+    let _ = writeln!(
+        out,
+        "    kube-controller-manager --kube-api-qps {} --kube-api-burst {} --concurrent-job-syncs {}",
+        jc.qps, jc.burst, c.job_syncs
+    );
+    let s = &c.scheduler;
+    let _ = writeln!(out, "{}", need("kube-scheduler", "pod", s, scheduler_now));
+    let _ = writeln!(
+        out,
+        "    kube-scheduler --kube-api-qps {} --kube-api-burst {} (clientConnection.qps and .burst in its configuration file)",
+        s.qps, s.burst
+    );
+    let _ = writeln!(
+        out,
+        "  Predicted end-to-end herd drain now: {} s (limited by {})",
+        fmt_num(c.predicted_drain_s),
+        c.limited_by
+    );
+}
+
+fn cluster_json(c: &ClusterPlan) -> Value {
+    let need = |n: &Need| {
+        json!({
+            "requests_per_run": tidy(n.requests_per_run),
+            "needed_qps": tidy(n.needed_qps),
+            "qps": n.qps,
+            "burst": n.burst,
+            "drain_now_s": tidy(n.drain_now_s),
+        })
+    };
+    let mut job_controller = need(&c.job_controller);
+    job_controller["concurrent_job_syncs"] = json!(c.job_syncs);
+    json!({
+        "start_target_s": tidy(c.start_target_s),
+        "largest_herd": c.herd,
+        "job_controller": job_controller,
+        "scheduler": need(&c.scheduler),
+        "predicted_drain_s": tidy(c.predicted_drain_s),
+        "limited_by": c.limited_by,
+    })
+}
+
 /// The plan for a script: the same numbers as the text, tidied of float noise.
 pub(crate) fn to_json(plan: &Plan) -> Value {
     let (load, stats, c) = (&plan.load, &plan.stats, &plan.capacity);
@@ -201,6 +269,7 @@ pub(crate) fn to_json(plan: &Plan) -> Value {
             "limited_by": c.limited_by,
         },
     });
+    value["cluster"] = cluster_json(&plan.cluster);
     if let Some(spread) = &plan.spread {
         value["spread"] = spread_json(spread);
     }

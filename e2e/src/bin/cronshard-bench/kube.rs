@@ -39,6 +39,23 @@ const MIN_LEAD_S: i64 = 15;
 /// for the plain client's.
 const DRAIN_LIMIT: Duration = Duration::from_secs(900);
 
+/// Creates the scenario's CronJobs (and their namespaces) due at a minute far enough ahead.
+async fn load_herd(
+    client: &kube::Client,
+    scenario: &Scenario,
+    cluster: Option<cluster::Run>,
+) -> Result<(Vec<CronJobSeed>, Timestamp), String> {
+    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
+    let (seeds, herd_at) = herd_seeds(scenario, 60 + scenario.cronjobs as i64 / 200);
+    create_namespaces(client, &seeds).await?;
+    load(client, &seeds, cluster.map(|c| c.container())).await?;
+    let lead = herd_at.as_second() - Timestamp::now().as_second();
+    if lead < MIN_LEAD_S {
+        return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
+    }
+    Ok((seeds, herd_at))
+}
+
 /// Runs one arm on a fresh control plane (a whole cluster with `cluster`); with `profile_s`,
 /// kube-apiserver is profiled for that long from a second before the herd.
 pub(crate) async fn run_arm(
@@ -55,14 +72,8 @@ pub(crate) async fn run_arm(
     let client = cronshard_e2e::testbed::client_from(&testbed.admin_kubeconfig()).await;
     let pods = cluster.map(|_| PodWatch::start(client.clone()));
 
-    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
-    let (seeds, herd_at) = herd_seeds(scenario, 60 + scenario.cronjobs as i64 / 200);
-    create_namespaces(&client, &seeds).await?;
-    load(&client, &seeds, cluster.map(|c| c.container())).await?;
-    let lead = herd_at.as_second() - Timestamp::now().as_second();
-    if lead < MIN_LEAD_S {
-        return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
-    }
+    let (seeds, herd_at) = load_herd(&client, scenario, cluster).await?;
+    let herd = herd_jobs(&seeds, herd_at);
     let from = Timestamp::now();
     // The scenario's clock: its lead before the herd's minute is t = 0, as on the simulator.
     let clock_zero = herd_at.as_second() as f64 - scenario.lead_s;
@@ -95,7 +106,7 @@ pub(crate) async fn run_arm(
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     if let Some(pods) = &pods {
-        wait_for_herd(pods, &herd_jobs(&seeds, herd_at), arm).await;
+        wait_for_herd(pods, &herd, arm).await;
     }
     let totals = match controllers {
         Some(c) => c.stop().await,
@@ -109,7 +120,7 @@ pub(crate) async fn run_arm(
     let records = read_audit(&testbed, bound.0).await?;
     let to = end.checked_sub(jiff::SignedDuration::from_secs_f64(scenario.grace_s)).map_err(|e| e.to_string())?;
     let analysis = analyze(&seeds, &records, from, to, false, bound.1);
-    let followed = pods.zip(cluster).map(|(pods, run)| follow_runs(&records, pods.stop(), herd_at, run));
+    let followed = pods.zip(cluster).map(|(pods, run)| follow_runs(&records, pods.stop(), (herd_at, &herd), run));
     let (cpu_s, peak_rss_mb) = controller_usage(arm, &totals, &control_plane);
     Ok(ArmReport {
         name: arm.to_owned(),
@@ -192,7 +203,7 @@ async fn bounds(
 fn follow_runs(
     records: &[serde_json::Value],
     timeline: cronshard_e2e::hops::Timeline,
-    herd_at: Timestamp,
+    (herd_at, herd): (Timestamp, &[(String, String)]),
     run: cluster::Run,
 ) -> (cronshard_e2e::hops::Hops, cronshard_e2e::hops::EndToEnd, cronshard_e2e::hops::ClusterInfo) {
     let mut runs = cronshard_e2e::analysis::creates(records);
@@ -200,7 +211,14 @@ fn follow_runs(
     let mut seen = std::collections::HashSet::new();
     runs.retain(|r| seen.insert((r.namespace.clone(), r.cronjob.clone(), r.minute)));
     let (hops, end_to_end) = cronshard_e2e::hops::measure(&runs, &timeline, herd_at.as_second());
-    let info = run.info(cronshard_e2e::hops::requests_per_run(records, runs.len()));
+    let mut info = run.info(cronshard_e2e::hops::requests_per_run(records, runs.len()));
+    info.job_controller_requests_per_start = cronshard_e2e::hops::requests_per_start(
+        records,
+        cronshard_e2e::hops::JOB_CONTROLLER_AGENT,
+        &timeline,
+        herd,
+        herd_at.as_second(),
+    );
     (hops, end_to_end, info)
 }
 
