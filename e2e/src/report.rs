@@ -1,4 +1,4 @@
-//! The report: `report.json` in the shape of spec/benchmarks.md, a table, and an SVG picture
+//! The report: `report.json` in the shape docs/benchmarks.md ("Report") gives, a table, and an SVG picture
 //! (skew over time per arm; herd drain time against its lower bound).
 
 use std::fmt::Write as _;

@@ -76,7 +76,7 @@ fn golden() -> Golden {
 }
 
 /// Where upstream's estimate is wrong, cronshard gives the exact answer (a FIX in
-/// spec/cronjob-semantics.md). Each entry: case, cronshard's answer, why.
+/// docs/design.md, "Deliberate differences from upstream"). Each entry: case, cronshard's answer, why.
 const FIXED_UPSTREAM_BUGS: &[(&str, Option<&str>, &str)] = &[(
     "utils_test.go TestMostRecentScheduleTime/another complex schedule",
     Some("2016-05-20T12:30:00Z"),
