@@ -143,19 +143,19 @@ fn sighting(pod: &Pod) -> Option<(String, String, PodState)> {
     Some((pod.metadata.namespace.clone()?, job.clone(), state))
 }
 
-/// The plain client's end-to-end bound: `jobs` Jobs with the herd's pod, created at once
-/// (`in_flight` at a time) in `namespace`; returns (Jobs created, creates per second, seconds
+/// The plain client's end-to-end bound: `jobs` Jobs of `shape` with the herd's pod, created at
+/// once (`in_flight` at a time) in `namespace`; returns (Jobs created, creates per second, seconds
 /// from the first create until every one of their pods ran, if within `limit`).
 pub(crate) async fn measure_bound(
     client: &kube::Client,
     watch: &PodWatch,
     run: &Run,
-    (namespace, jobs, in_flight): (&str, usize, usize),
+    (namespace, jobs, in_flight, shape): (&str, usize, usize, &crate::bound_jobs::Shape),
     limit: Duration,
 ) -> Result<(usize, f64, Option<f64>), String> {
     let api: Api<Job> = Api::namespaced(client.clone(), namespace);
     let started_at = cronshard_types::Timestamp::now().as_millisecond() as f64 / 1000.0;
-    let (created, rate) = crate::bound_jobs::create(&api, jobs, &run.container(), in_flight).await;
+    let (created, rate) = crate::bound_jobs::create(&api, 0..jobs, (&run.container(), shape), in_flight).await?;
     let all_ran = watch.wait(limit, |t| t.running_in(namespace).0 >= created).await;
     let (ran, last) = watch.with(|t| t.running_in(namespace));
     let end_to_end = all_ran.then(|| ((last - started_at) * 1000.0).round() / 1000.0);
