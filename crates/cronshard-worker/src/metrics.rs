@@ -29,10 +29,27 @@ pub struct ObjectLabels {
     pub bucket: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    pub verb: String,
+}
+
+/// The bounds of the request duration histogram, seconds: a healthy server's writes take
+/// milliseconds, a loaded one's tens of them; half a second is where the adaptive rate
+/// counts a write as queued.
+pub const REQUEST_DURATION_BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+fn request_duration() -> Histogram {
+    Histogram::new(REQUEST_DURATION_BUCKETS)
+}
+
 /// API responses by verb and code, with the two that matter most named on their own.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ApiCounters {
     pub responses: Family<RequestLabels, Counter>,
+    /// How long each answer took, from the request handed to the HTTP client until its
+    /// response headers, by verb (watches excluded: they last until the server ends them).
+    pub durations: Family<VerbLabels, Histogram, fn() -> Histogram>,
     /// 410 Gone: a list or watch asked for history the server has compacted.
     pub expired: Counter,
     /// 429 Too Many Requests: the server's flow control pushed back.
@@ -41,11 +58,26 @@ pub struct ApiCounters {
     pub congestion: crate::api::adaptive::Congestion,
 }
 
+impl Default for ApiCounters {
+    fn default() -> Self {
+        ApiCounters {
+            responses: Family::default(),
+            durations: Family::new_with_constructor(request_duration),
+            expired: Counter::default(),
+            throttled: Counter::default(),
+            congestion: crate::api::adaptive::Congestion::default(),
+        }
+    }
+}
+
 impl ApiCounters {
     /// One answer (`code` 0: none) to a request of `verb` that took `latency`.
     pub fn observe(&self, verb: &str, code: u16, latency: std::time::Duration) {
         self.congestion.record(verb, code, latency);
         self.responses.get_or_create(&RequestLabels { verb: verb.to_owned(), code: code.to_string() }).inc();
+        if verb != "watch" {
+            self.durations.get_or_create(&VerbLabels { verb: verb.to_owned() }).observe(latency.as_secs_f64());
+        }
         match code {
             410 => {
                 self.expired.inc();
@@ -185,6 +217,12 @@ impl Metrics {
             self.api.responses.clone(),
         );
         r.register(
+            "cronshard_api_request_duration_seconds",
+            "How long the API server took to answer this replica, by verb (each retry counted, watches not), \
+             from the request handed to the HTTP client until the response headers",
+            self.api.durations.clone(),
+        );
+        r.register(
             "cronshard_api_expired",
             "410 Gone: lists and watches that asked for compacted history (answers and watch errors)",
             self.api.expired.clone(),
@@ -267,5 +305,35 @@ impl Metrics {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Metrics;
+
+    #[test]
+    fn answers_are_timed_by_verb_and_watches_are_not() {
+        let m = Metrics::default();
+        m.api.observe("create", 201, Duration::from_millis(30));
+        m.api.observe("watch", 200, Duration::from_secs(290));
+        let text = m.encode();
+        let bucket = |le: &str| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with("cronshard_api_request_duration_seconds_bucket{")
+                        && l.contains("verb=\"create\"")
+                        && l.contains(&format!("le=\"{le}\""))
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_owned)
+        };
+        assert_eq!((bucket("0.025").as_deref(), bucket("0.05").as_deref()), (Some("0"), Some("1")), "{text}");
+        let timed_watches = text
+            .lines()
+            .filter(|l| l.starts_with("cronshard_api_request_duration_seconds") && l.contains("verb=\"watch\""));
+        assert_eq!(timed_watches.count(), 0, "{text}");
     }
 }

@@ -205,8 +205,9 @@ impl Aimd {
         if self.budget.deployment_qps > 0.0 { self.budget.deployment_qps } else { self.budget.qps }
     }
 
-    /// Without a budget to share, each replica's rate is its own.
-    fn effective_share(&self) -> f64 {
+    /// This replica's share of what the deployment has (its rate, its places); without a
+    /// budget to share, each replica's rate and places are its own.
+    pub fn effective_share(&self) -> f64 {
         if self.budget.deployment_qps > 0.0 { self.share.clamp(0.01, 1.0) } else { 1.0 }
     }
 

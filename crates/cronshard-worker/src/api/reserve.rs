@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Syncs due within the lead that make a herd worth a pause of lower-priority work: half the
-/// places a replica has out (`MAX_IN_FLIGHT`; fewer creates than that gain less than the pause costs).
+/// Syncs due within the lead that make a herd worth a pause of lower-priority work: a third
+/// of the places a replica with every bucket has out (`MAX_IN_FLIGHT`; fewer creates than
+/// that gain less than the pause costs).
 pub const HERD_SYNCS: usize = 32;
 /// How far ahead a bucket looks for its largest herd: the longest lead, and the bucket's
 /// longest sleep between two looks.

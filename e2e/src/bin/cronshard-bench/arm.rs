@@ -74,7 +74,7 @@ pub(crate) async fn run_arm(
             controllers.apply(fault, t).await?;
         }
         controllers.on_time(t).await?;
-        controllers.sample();
+        controllers.sample()?;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let (audit, totals) = stop_and_read_audit(controllers, &admin, watcher.is_some()).await?;

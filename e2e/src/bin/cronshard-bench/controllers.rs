@@ -242,10 +242,20 @@ impl<'a> Controllers<'a> {
         self.totals[replica].1 = self.totals[replica].1.max(p.peak_rss_mb);
     }
 
-    pub(crate) fn sample(&mut self) {
-        for p in self.procs.iter_mut().flatten() {
+    /// Samples every process; an error once one has exited with a failure of its own (a flag
+    /// it refused, a build without a feature it needs): the arm would measure nothing. Those
+    /// the scenario kills end by a signal, those it restarts with 0.
+    pub(crate) fn sample(&mut self) -> Result<(), String> {
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            let Some(p) = p else { continue };
             p.sample();
+            if let Ok(Some(status)) = p.child.try_wait()
+                && status.code().is_some_and(|code| code != 0)
+            {
+                return Err(format!("replica {i} exited with {status}: see its log in the arm's directory"));
+            }
         }
+        Ok(())
     }
 
     fn pid(&self, replica: usize) -> Option<u32> {

@@ -102,7 +102,7 @@ pub(crate) async fn run_arm(
                 c.apply(fault, t).await?;
             }
             c.on_time(t).await?;
-            c.sample();
+            c.sample()?;
         }
         control_plane.sample();
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -1,6 +1,6 @@
 //! The replica-wide client rate limiter: one token bucket (QPS and burst) shared by every
 //! bucket, served by priority so that due Job creations go first under a herd, at the rate
-//! [`crate::api::adaptive`] sets, with at most [`MAX_IN_FLIGHT`] requests out at once.
+//! [`crate::api::adaptive`] sets, with at most its share of [`MAX_IN_FLIGHT`] requests out at once.
 //!
 //! Why a cap on requests out: the server serves what it has queued first come, first served
 //! (API Priority and Fairness queues within a priority level). A client that sends its burst
@@ -70,6 +70,7 @@ impl Limiter {
             aimd,
             demand: false,
             in_flight: 0,
+            places: places.max(1),
             max_in_flight: places.max(1),
             reservations: Reservations::default(),
             reserving: true,
@@ -79,7 +80,8 @@ impl Limiter {
         Limiter { shared: Arc::new(Shared { state: Mutex::new(state), returned: Notify::new() }) }
     }
 
-    /// This replica's share of the buckets changed: so does its share of the deployment rate.
+    /// This replica's share of the buckets changed: so does its share of the deployment rate
+    /// and of its places.
     pub fn set_share(&self, share: f64) {
         let mut s = self.shared.lock();
         s.aimd.set_share(share);
@@ -191,19 +193,7 @@ async fn pump(shared: Arc<Shared>) {
     loop {
         let wake = {
             let mut s = shared.lock();
-            s.refill();
-            let held = s.held_until(Instant::now());
-            while let Some(waiter) = s.next_waiter(held.is_some()) {
-                s.take();
-                // A waiter that gave up (its future was dropped) costs nothing.
-                if let Err(place) = waiter.send(Place(Some(shared.clone()))) {
-                    place.disarm();
-                    s.in_flight -= 1;
-                    if s.qps > 0.0 {
-                        s.tokens += 1.0;
-                    }
-                }
-            }
+            let held = s.hand_out(&shared);
             if s.queues.iter().all(VecDeque::is_empty) {
                 s.pumping = false;
                 return;

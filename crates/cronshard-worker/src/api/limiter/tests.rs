@@ -31,7 +31,7 @@ async fn many_waiters_are_served_at_the_rate_in_priority_order() {
 #[tokio::test(start_paused = true)]
 async fn background_work_waits_out_a_herd_and_creates_do_not() {
     use crate::api::reserve::{GRACE, HERD_SYNCS};
-    // 64 places at 100/s: the lead is 0.64 s.
+    // 96 places at 100/s: the lead is 0.96 s.
     let limiter = Arc::new(Limiter::new(100.0, 10));
     let start = Instant::now();
     let herd = start + Duration::from_secs(2);
@@ -186,6 +186,8 @@ async fn no_token_while_every_place_is_taken_and_a_returned_place_goes_to_the_mo
     assert!(order.lock().expect("lock").is_empty());
     assert_eq!(limiter.in_flight(), 2);
     drop(first);
+    // Handed straight to the create, before the pump or the create's task has run.
+    assert_eq!(limiter.in_flight(), 2, "the returned place went on at once");
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(*order.lock().expect("lock"), [Priority::Create], "the place went to the create");
     drop(second);
@@ -194,4 +196,29 @@ async fn no_token_while_every_place_is_taken_and_a_returned_place_goes_to_the_mo
     }
     assert_eq!(*order.lock().expect("lock"), [Priority::Create, Priority::Status, Priority::Background]);
     assert_eq!(limiter.in_flight(), 0);
+}
+
+/// The places are the deployment's: a replica with a quarter of the buckets has a quarter of
+/// them, one with almost none still has eight, and without a deployment budget each has all.
+#[tokio::test(start_paused = true)]
+async fn a_replica_has_its_share_of_the_places() {
+    use futures::FutureExt;
+    let places_free = |limiter: &Limiter| {
+        let mut held = Vec::new();
+        while let Some(place) = limiter.acquire(Priority::Create).now_or_never() {
+            held.push(place);
+        }
+        held.len()
+    };
+    let shared = RateBudget { qps: 0.0, burst: 1000.0, deployment_qps: 100_000.0, adaptive: false };
+    let limiter = Limiter::with_budget(shared);
+    assert_eq!(places_free(&limiter), MAX_IN_FLIGHT);
+    limiter.set_share(0.25);
+    assert_eq!(places_free(&limiter), MAX_IN_FLIGHT / 4);
+    limiter.set_share(1.0 / 64.0);
+    assert_eq!(places_free(&limiter), 8);
+    let own = RateBudget { deployment_qps: 0.0, ..shared };
+    let limiter = Limiter::with_budget(own);
+    limiter.set_share(0.25);
+    assert_eq!(places_free(&limiter), MAX_IN_FLIGHT);
 }
