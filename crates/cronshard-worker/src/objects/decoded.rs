@@ -1,14 +1,17 @@
 //! Objects as the watches deliver them, decodable or not. One object the client cannot
 //! decode (stored before a schema change, or by a buggy writer) would otherwise fail its
 //! whole list, and the bucket's watch with it, forever; here it is set aside and reported,
-//! and its bucket keeps working.
+//! and its bucket keeps working. What the controller never reads of it ([`Unread`]) is
+//! skipped on the way.
 
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::{Deserialize, Deserializer};
+
+use super::unread::{Trimmed, Unread};
 
 /// An object of kind `K`, or what could be read of one that does not decode.
 #[derive(Clone, Debug)]
@@ -17,9 +20,9 @@ pub enum Decoded<K> {
     Undecodable { metadata: Box<ObjectMeta>, error: String },
 }
 
-impl<'de, K: DeserializeOwned> Deserialize<'de> for Decoded<K> {
+impl<'de, K: DeserializeOwned + Unread> Deserialize<'de> for Decoded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = serde_json::Value::deserialize(deserializer)?;
+        let value = Trimmed { unread: K::UNREAD }.deserialize(deserializer)?;
         Ok(match K::deserialize(&value) {
             Ok(object) => Decoded::Ok(object),
             Err(e) => Decoded::Undecodable {
@@ -97,7 +100,7 @@ pub fn decodable<K: kube::Resource + Default>(
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::batch::v1::{CronJob, Job};
 
     use super::*;
 
@@ -118,5 +121,31 @@ mod tests {
         assert!(decodable(watcher::Event::InitApply(bad), |u| reported.push(u)).is_none());
         assert_eq!(reported.len(), 2);
         assert!(reported[0].error.contains("invalid type"), "{}", reported[0].error);
+    }
+
+    #[test]
+    fn a_job_decodes_without_what_is_never_read_from_a_watch_event_and_from_a_list() {
+        let job = serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "j", "namespace": "a", "managedFields": [{"manager": "m"}],
+                "annotations": {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2026-11-30T23:00:00Z"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}, "status": {"ready": 1}});
+        let check = |decoded: &Decoded<Job>| {
+            let Decoded::Ok(job) = decoded else { panic!("decodes: {decoded:?}") };
+            assert!(job.spec.is_none() && job.metadata.managed_fields.is_none());
+            assert_eq!(job.status.as_ref().and_then(|s| s.ready), Some(1));
+            assert_eq!(job.metadata.annotations.as_ref().map(|a| a.len()), Some(1));
+        };
+        // Watch events decode straight from the text; lists through serde's buffered content
+        // (kube's ObjectList flattens its type fields).
+        let event = serde_json::json!({"type": "ADDED", "object": job}).to_string();
+        match serde_json::from_str::<kube::api::WatchEvent<Decoded<Job>>>(&event).expect("an event") {
+            kube::api::WatchEvent::Added(decoded) => check(&decoded),
+            other => panic!("an ADDED event: {other:?}"),
+        }
+        let list = serde_json::json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {"resourceVersion": "5"},
+            "items": [job]})
+        .to_string();
+        let list: kube::core::ObjectList<Decoded<Job>> = serde_json::from_str(&list).expect("a list");
+        check(&list.items[0]);
     }
 }

@@ -5,3 +5,4 @@ pub mod cached;
 pub mod convert;
 pub mod decoded;
 pub mod namespace_spreads;
+pub mod unread;
