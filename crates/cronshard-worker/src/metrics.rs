@@ -218,7 +218,7 @@ impl Metrics {
         );
         r.register(
             "cronshard_api_request_duration_seconds",
-            "How long the API server took to answer this replica, by verb (each retry counted, watches not), \
+            "How long this replica waited for each answer, by verb (each retry counted, watches not), \
              from the request handed to the HTTP client until the response headers",
             self.api.durations.clone(),
         );

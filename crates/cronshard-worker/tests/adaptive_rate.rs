@@ -105,7 +105,7 @@ async fn a_herd_against_a_server_admitting_a_fifth_of_the_budget_drains_at_its_b
         adaptive.throttled
     );
     assert!(ratio <= 1.1, "{summary}");
-    assert_eq!(adaptive.throttled, 0, "with 64 requests out the server never has to reject: {summary}");
+    assert_eq!(adaptive.throttled, 0, "with the limiter's places out the server never has to reject: {summary}");
 }
 
 #[tokio::test(start_paused = true)]
