@@ -21,9 +21,7 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 const EVENTS: usize = 1000;
 
 fn events() -> Vec<Vec<u8>> {
-    (0..EVENTS)
-        .map(|i| objects::watch_event("MODIFIED", &objects::job(i)).into_bytes())
-        .collect()
+    (0..EVENTS).map(|i| objects::watch_event("MODIFIED", &objects::job(i)).into_bytes()).collect()
 }
 
 /// Heap bytes allocated per event while `decode` runs over every event (freed or not).
@@ -54,7 +52,8 @@ fn a_bucket_decodes_a_job_event_without_its_template_and_managed_fields() {
         std::hint::black_box(job);
     });
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "heap bytes allocated per Job watch event (dhat), {EVENTS} events of {} bytes:", lines[0].len());
+    let _ =
+        writeln!(out, "heap bytes allocated per Job watch event (dhat), {EVENTS} events of {} bytes:", lines[0].len());
     let _ = writeln!(out, "  through a whole-object tree {through_tree:>6}");
     let _ = writeln!(out, "  typed in one pass           {typed:>6}");
     let _ = writeln!(out, "  as a bucket decodes it      {bucket:>6}");

@@ -142,9 +142,10 @@ mod tests {
             kube::api::WatchEvent::Added(decoded) => check(&decoded),
             other => panic!("an ADDED event: {other:?}"),
         }
-        let list = serde_json::json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {"resourceVersion": "5"},
+        let list =
+            serde_json::json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {"resourceVersion": "5"},
             "items": [job]})
-        .to_string();
+            .to_string();
         let list: kube::core::ObjectList<Decoded<Job>> = serde_json::from_str(&list).expect("a list");
         check(&list.items[0]);
     }

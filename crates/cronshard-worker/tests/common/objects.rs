@@ -65,7 +65,6 @@ pub fn job(i: usize) -> Value {
                 "lastProbeTime": "2026-11-30T23:00:41Z", "lastTransitionTime": "2026-11-30T23:00:41Z"}]}})
 }
 
-
 /// One line of a watch as kube-apiserver writes it: the type before the object (a `json!`
 /// map would sort "object" first, which makes serde buffer the whole object).
 pub fn watch_event(kind: &str, object: &Value) -> String {
