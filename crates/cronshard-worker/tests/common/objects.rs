@@ -1,6 +1,6 @@
 //! A CronJob and one of its Jobs as kube-apiserver returns them, for the tests and benchmarks
 //! that count what decoding them costs.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use serde_json::{Value, json};
 
