@@ -99,7 +99,7 @@ pub struct Hops {
 
 /// Due time → Pod Running, over the runs; `drain_s`: the largest herd's due time until its
 /// last pod ran (`None` when some of them never ran).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EndToEnd {
     pub p50_s: f64,
     pub p99_s: f64,
@@ -107,21 +107,39 @@ pub struct EndToEnd {
     pub drain_s: Option<f64>,
     /// Runs created whose pod was never seen running.
     pub not_running: usize,
+    /// Each hour boundary's herd, in time order (the largest is `drain_s`'s).
+    pub herds: Vec<HerdEndToEnd>,
 }
 
-/// The hops and end-to-end times of `runs` (each due at its minute), the largest herd being
-/// the runs due at `herd_at` (unix seconds).
-pub fn measure(runs: &[Created], timeline: &Timeline, herd_at: i64) -> (Hops, EndToEnd) {
+/// The runs due at one hour boundary, end to end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HerdEndToEnd {
+    /// The boundary, RFC 3339.
+    pub at: String,
+    /// Its runs created.
+    pub runs: usize,
+    /// From the boundary until the last of their pods ran (`None` when some never ran).
+    pub drain_s: Option<f64>,
+}
+
+/// The hops and end-to-end times of `runs` (each due at its minute), and the herds due at
+/// each of the `boundaries` (unix seconds).
+pub fn measure(runs: &[Created], timeline: &Timeline, boundaries: &[i64]) -> (Hops, EndToEnd) {
     let mut columns: [Vec<f64>; 5] = Default::default();
-    let (mut herd_last, mut herd_missing, mut not_running) = (None::<f64>, false, 0);
+    // Per boundary: runs, the last pod running, whether some never ran.
+    let mut herds = vec![(0usize, None::<f64>, false); boundaries.len()];
+    let mut not_running = 0;
     for run in runs {
         let due = (run.minute * 60) as f64;
         let job = format!("{}-{}", run.cronjob, run.minute);
         let times = timeline.get(&run.namespace, &job).copied().unwrap_or_default();
-        let in_herd = run.minute * 60 == herd_at;
+        let herd = boundaries.iter().position(|b| *b == run.minute * 60).map(|i| &mut herds[i]);
         let (Some(created), Some(bound), Some(running)) = (times.created, times.bound, times.running) else {
             not_running += 1;
-            herd_missing |= in_herd;
+            if let Some(h) = herd {
+                h.0 += 1;
+                h.2 = true;
+            }
             continue;
         };
         // The watch's sightings are ordered; the audit log's create time is the server's.
@@ -129,8 +147,9 @@ pub fn measure(runs: &[Created], timeline: &Timeline, herd_at: i64) -> (Hops, En
         for (column, hop) in columns.iter_mut().zip(hops) {
             column.push(hop.max(0.0));
         }
-        if in_herd {
-            herd_last = Some(herd_last.map_or(running, |l: f64| l.max(running)));
+        if let Some(h) = herd {
+            h.0 += 1;
+            h.1 = Some(h.1.map_or(running, |l: f64| l.max(running)));
         }
     }
     let [create, pod_created, bound, running, total] = &mut columns;
@@ -142,8 +161,19 @@ pub fn measure(runs: &[Created], timeline: &Timeline, herd_at: i64) -> (Hops, En
     };
     let sum = HopStats::of(total);
     let round = |v: f64| (v * 1000.0).round() / 1000.0;
-    let drain_s = if herd_missing { None } else { herd_last.map(|l| round(l - herd_at as f64)) };
-    (hops, EndToEnd { p50_s: sum.p50_s, p99_s: sum.p99_s, max_s: sum.max_s, drain_s, not_running })
+    let herds: Vec<HerdEndToEnd> = boundaries
+        .iter()
+        .zip(herds)
+        .map(|(at, (runs, last, missing))| HerdEndToEnd {
+            at: cronshard_types::Timestamp::from_second(*at).map(|t| t.to_string()).unwrap_or_default(),
+            runs,
+            drain_s: if missing { None } else { last.map(|l| round(l - *at as f64)) },
+        })
+        .collect();
+    // The largest herd; of equals, the later (with growth, the later boundary is the larger).
+    let largest = herds.iter().enumerate().max_by_key(|(_, h)| h.runs).map(|(i, _)| i);
+    let drain_s = largest.and_then(|i| herds[i].drain_s);
+    (hops, EndToEnd { p50_s: sum.p50_s, p99_s: sum.p99_s, max_s: sum.max_s, drain_s, not_running, herds })
 }
 
 /// The cluster an arm ran on: its settings' name and the flags they gave.
@@ -232,6 +262,17 @@ pub fn lines<'a>(arms: impl Iterator<Item = (&'a str, &'a Hops, &'a EndToEnd, Op
             "  {name}: create {:.2} · pod {:.2} · bind {:.2} · run {:.2} · end to end p50 {:.2} p99 {:.2} max {:.2} · {drain}",
             h.create.p99_s, h.pod_created.p99_s, h.bound.p99_s, h.running.p99_s, e.p50_s, e.p99_s, e.max_s
         );
+        if e.herds.len() > 1 {
+            let each: Vec<String> = e
+                .herds
+                .iter()
+                .map(|herd| match herd.drain_s {
+                    Some(d) => format!("{} runs in {d:.1} s", herd.runs),
+                    None => format!("{} runs, not drained", herd.runs),
+                })
+                .collect();
+            let _ = writeln!(out, "    herds by boundary: {}", each.join(" · "));
+        }
     }
 }
 
@@ -264,7 +305,7 @@ mod tests {
             // Later sightings change nothing.
             t.pod("ns", &job(name), RUNNING, h + 50.0);
         }
-        let (hops, e2e) = measure(&[run("a", 1.0), run("b", 2.0)], &t, HERD);
+        let (hops, e2e) = measure(&[run("a", 1.0), run("b", 2.0)], &t, &[HERD]);
         assert_eq!(hops.create, HopStats { p50_s: 2.0, p99_s: 2.0, max_s: 2.0 });
         // Of two values the p50 is the upper one (the analysis' percentiles); the least is 0.5.
         assert_eq!((hops.pod_created.p50_s, hops.pod_created.max_s), (1.0, 1.0));
@@ -287,9 +328,36 @@ mod tests {
         let mut t = Timeline::default();
         t.pod("ns", &job("a"), RUNNING, HERD as f64 + 2.0);
         t.pod("ns", &job("b"), BOUND, HERD as f64 + 2.0);
-        let (_, e2e) = measure(&[run("a", 1.0), run("b", 1.0)], &t, HERD);
+        let (_, e2e) = measure(&[run("a", 1.0), run("b", 1.0)], &t, &[HERD]);
         assert_eq!((e2e.drain_s, e2e.not_running), (None, 1));
         assert_eq!(e2e.max_s, 2.0, "the runs that ran are measured");
+    }
+
+    #[test]
+    fn each_boundary_has_its_herd_and_the_largest_gives_the_drain() {
+        let later = HERD + 300;
+        let mut t = Timeline::default();
+        let h = HERD as f64;
+        let at_minute = |cronjob: &str, minute: i64, after: f64| Created {
+            namespace: "ns".into(),
+            cronjob: cronjob.into(),
+            minute,
+            at: (minute * 60) as f64 + after,
+        };
+        t.pod("ns", &job("a"), RUNNING, h + 4.0);
+        for (name, ran) in [("a", 6.0), ("b", 9.0)] {
+            t.pod("ns", &format!("{name}-{}", later / 60), RUNNING, later as f64 + ran);
+        }
+        let runs = [at_minute("a", HERD / 60, 1.0), at_minute("a", later / 60, 1.0), at_minute("b", later / 60, 2.0)];
+        let (_, e2e) = measure(&runs, &t, &[HERD, later]);
+        let drains: Vec<(usize, Option<f64>)> = e2e.herds.iter().map(|h| (h.runs, h.drain_s)).collect();
+        assert_eq!(drains, vec![(1, Some(4.0)), (2, Some(9.0))]);
+        assert_eq!(e2e.drain_s, Some(9.0), "the larger, later herd");
+        assert_eq!(e2e.herds[1].at, cronshard_types::Timestamp::from_second(later).expect("time").to_string());
+        // A run of the later herd that never ran leaves that herd, and so the drain, open.
+        let runs = [runs[0].clone(), runs[1].clone(), runs[2].clone(), at_minute("c", later / 60, 1.0)];
+        let (_, e2e) = measure(&runs, &t, &[HERD, later]);
+        assert_eq!((e2e.herds[0].drain_s, e2e.herds[1].drain_s, e2e.drain_s), (Some(4.0), None, None));
     }
 
     #[test]

@@ -271,8 +271,6 @@ impl CronJobSeed {
         i64::try_from(cronshard_types::spread::offset(&self.namespace, &self.name, spread_s)).unwrap_or(0)
     }
 
-    /// Runs this CronJob should start in `(from, to]`; with `catch_up`, also the latest one
-    /// missed before `from` (only that one may start after downtime).
     /// Whether the schedule has a run in unix minute `minute` (an invalid schedule has none).
     pub fn fires_in_minute(&self, minute: i64) -> bool {
         let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return false };
@@ -283,6 +281,8 @@ impl CronJobSeed {
         schedule.schedule().iter_after(before).next().is_some_and(|t| t < end)
     }
 
+    /// Runs this CronJob should start in `(from, to]`; with `catch_up`, also the latest one
+    /// missed before `from` (only that one may start after downtime).
     pub fn expected(&self, from: Timestamp, to: Timestamp, catch_up: bool) -> Vec<Timestamp> {
         let Ok(schedule) = CronJobSchedule::new(&self.schedule, self.time_zone.as_deref()) else { return Vec::new() };
         let lo = if self.created > from { self.created } else { from };

@@ -1,7 +1,7 @@
 //! One arm on a real control plane (`--target kube`): a fresh `scripts/kube-testbed` (etcd and
 //! kube-apiserver, with kube-controller-manager for the upstream arms) with an audit log, the
-//! scenario's CronJobs created through the API to fire at one chosen minute (a real server's
-//! clock cannot be moved), the arm's controllers, then the audit log analysed, and the
+//! scenario's CronJobs created through the API to fire at chosen minutes that stand for its
+//! hour boundaries ([`crate::hours`]), the arm's controllers, then the audit log analysed, and the
 //! plain-client bound measured on the same apiserver and etcd. With `--target cluster` the
 //! control plane is a whole cluster and each run is followed to its running pod ([`cluster`]).
 
@@ -10,24 +10,22 @@ use std::time::{Duration, Instant};
 
 use cronshard_e2e::analysis::analyze;
 use cronshard_e2e::kube_audit;
-use cronshard_e2e::report::{ArmReport, KubeArm, ProcessUsage};
-use cronshard_e2e::scenario::{CronJobSeed, Scenario};
+use cronshard_e2e::report::{ArmReport, KubeArm};
+use cronshard_e2e::scenario::Scenario;
 use cronshard_e2e::testbed::{Options, Testbed};
-use cronshard_e2e::usage;
-use cronshard_types::{Schedule, Timestamp, Zone};
-use futures::StreamExt;
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Namespace;
+use cronshard_types::{Timestamp, Zone};
+use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
-use kube::api::PostParams;
 use serde_json::json;
 
 use crate::arm_spec::{arm_processes, server_filters, upstream_flags};
 use crate::cluster::{self, PodWatch};
-use crate::controllers::{Controllers, FaultClock, Server};
+use crate::control_plane::ControlPlane;
+use crate::controllers::{Controllers, Server};
+use crate::hours::{Boundaries, Hours};
+use crate::loading::{IN_FLIGHT, load_herd};
+use crate::window::Window;
 
-/// Requests in flight while loading CronJobs and while measuring the bound.
-const IN_FLIGHT: usize = 64;
 /// Jobs the plain client creates to measure the bound: as many as the herd, within these
 /// limits (fewer would measure the first second's latency more than the rate).
 const BOUND_JOBS: (usize, usize) = (2_000, 10_000);
@@ -35,37 +33,18 @@ const BOUND_JOBS: (usize, usize) = (2_000, 10_000);
 const BOUND_ROUNDS: usize = 3;
 /// The namespace of the bound's Jobs (left out of the analysis).
 const BOUND_NAMESPACE: &str = "bench-bound";
-/// The least time between the last CronJob loaded and the herd's minute.
-const MIN_LEAD_S: i64 = 15;
 /// On a whole cluster: the longest wait, after the window, for the herd's pods to run, and
 /// for the plain client's.
 const DRAIN_LIMIT: Duration = Duration::from_secs(900);
 
-/// Creates the scenario's CronJobs (and their namespaces) due at a minute far enough ahead.
-async fn load_herd(
-    client: &kube::Client,
-    scenario: &Scenario,
-    cluster: Option<cluster::Run>,
-) -> Result<(Vec<CronJobSeed>, Timestamp), String> {
-    // Loading runs at a few hundred creates per second on two cores; a minute to spare.
-    let (seeds, herd_at) = herd_seeds(scenario, 60 + scenario.cronjobs as i64 / 200);
-    create_namespaces(client, &seeds).await?;
-    load(client, &seeds, cluster.map(|c| c.container())).await?;
-    let lead = herd_at.as_second() - Timestamp::now().as_second();
-    if lead < MIN_LEAD_S {
-        return Err(format!("loading {} CronJobs ended {lead} s before their minute: too late", seeds.len()));
-    }
-    Ok((seeds, herd_at))
-}
-
-/// Runs one arm on a fresh control plane (a whole cluster with `cluster`); with `profile_s`,
-/// kube-apiserver is profiled for that long from a second before the herd.
+/// Runs one arm on a fresh control plane (a whole cluster with `cluster`) over `hours`; with
+/// `profile_s`, kube-apiserver is profiled for that long from a second before the first boundary.
 pub(crate) async fn run_arm(
     bin_dir: &Path,
     scenario: &Scenario,
     arm: &str,
     out: &Path,
-    (profile_s, cluster): (Option<u64>, Option<cluster::Run>),
+    (profile_s, cluster, hours): (Option<u64>, Option<cluster::Run>, Hours),
 ) -> Result<ArmReport, String> {
     let (count, kind, _) = arm_processes(arm).ok_or("arm")?;
     let dir = out.join(arm);
@@ -74,41 +53,21 @@ pub(crate) async fn run_arm(
     let client = cronshard_e2e::testbed::client_from(&testbed.admin_kubeconfig()).await;
     let pods = cluster.map(|_| PodWatch::start(client.clone()));
 
-    let (seeds, herd_at) = load_herd(&client, scenario, cluster).await?;
-    let herd = herd_jobs(&seeds, herd_at);
+    let (mut seeds, boundaries) = load_herd(&client, scenario, (cluster, hours), BOUND_NAMESPACE).await?;
     let from = Timestamp::now();
-    // The scenario's clock: its lead before the herd's minute is t = 0, as on the simulator.
-    let clock_zero = herd_at.as_second() as f64 - scenario.lead_s;
-    let mut controllers = match upstream_flags(arm) {
+    let controllers = match upstream_flags(arm) {
         Some(_) => None,
         None => Some(Controllers::start(bin_dir, dir.clone(), arm, count, Server::Kube { testbed: &testbed }).await?),
     };
-    let mut faults = FaultClock::new(&scenario.faults);
-    let end = herd_at
+    let end = boundaries
+        .last()
         .checked_add(jiff::SignedDuration::from_secs_f64(scenario.window_s - scenario.lead_s))
         .map_err(|e| e.to_string())?;
-    let mut control_plane = ControlPlane::new(&testbed);
-    let mut profiling = None;
-    while Timestamp::now() < end {
-        if let Some(seconds) = profile_s
-            && profiling.is_none()
-            && Timestamp::now().as_second() + 1 >= herd_at.as_second()
-        {
-            profiling = Some(tokio::spawn(crate::profile::cpu_profile(client.clone(), seconds, dir.clone())));
-        }
-        if let Some(c) = &mut controllers {
-            let t = Timestamp::now().as_millisecond() as f64 / 1000.0 - clock_zero;
-            for fault in faults.due(&scenario.faults, t, count) {
-                c.apply(fault, t).await?;
-            }
-            c.on_time(t).await?;
-            c.sample()?;
-        }
-        control_plane.sample();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let window = Window { scenario, boundaries: &boundaries, end, profile_s, dir: &dir, count, cluster };
+    let (controllers, mut control_plane, profiling) = window.play(&client, &testbed, controllers, &mut seeds).await?;
+    let herds = boundaries.herds(&seeds);
     if let Some(pods) = &pods {
-        wait_for_herd(pods, &herd, arm).await;
+        wait_for_herd(pods, &herds.concat(), arm).await;
     }
     let totals = match controllers {
         Some(c) => c.stop().await,
@@ -118,11 +77,12 @@ pub(crate) async fn run_arm(
     if let Some(profiling) = profiling {
         finish_profile(profiling, arm).await;
     }
-    let (bound, end_to_end_bound_s) = bounds(&client, pods.as_ref().zip(cluster), &seeds, herd_at).await?;
+    let (bound, end_to_end_bound_s) =
+        bounds(&client, pods.as_ref().zip(cluster), &herds, bound_shape(boundaries.first())).await?;
     let records = read_audit(&testbed, bound.0).await?;
     let to = end.checked_sub(jiff::SignedDuration::from_secs_f64(scenario.grace_s)).map_err(|e| e.to_string())?;
     let analysis = analyze(&seeds, &records, from, to, false, bound.1);
-    let followed = pods.zip(cluster).map(|(pods, run)| follow_runs(&records, pods.stop(), (herd_at, &herd), run));
+    let followed = pods.zip(cluster).map(|(pods, run)| follow_runs(&records, pods.stop(), (&boundaries, &herds), run));
     let (cpu_s, peak_rss_mb) = controller_usage(arm, &totals, &control_plane);
     Ok(ArmReport {
         name: arm.to_owned(),
@@ -140,7 +100,7 @@ pub(crate) async fn run_arm(
             processes: control_plane.report(),
         }),
         hops: followed.as_ref().map(|f| f.0),
-        end_to_end: followed.as_ref().map(|f| f.1),
+        end_to_end: followed.map(|f| f.1),
     })
 }
 
@@ -176,66 +136,62 @@ async fn wait_for_herd(pods: &PodWatch, herd: &[(String, String)], arm: &str) {
 }
 
 /// The plain client's bounds: ((Jobs created, creates per second), seconds until all their
-/// pods ran). On a whole cluster, once the herd's Jobs have finished (a quiet cluster), as
-/// many Jobs as the herd with its pod; else as many minimal
-/// Jobs as the herd within [`BOUND_JOBS`], and no end-to-end bound.
+/// pods ran), for as many Jobs as the largest of the `herds` (each boundary's runs). On a
+/// whole cluster, once every herd's Jobs have finished (a quiet cluster), those Jobs with the
+/// herd's pod; else minimal Jobs within [`BOUND_JOBS`], and no end-to-end bound.
 async fn bounds(
     client: &kube::Client,
     cluster: Option<(&PodWatch, cluster::Run)>,
-    seeds: &[CronJobSeed],
-    herd_at: Timestamp,
+    herds: &[Vec<(String, String)>],
+    shape: crate::bound_jobs::Shape,
 ) -> Result<((usize, f64), Option<f64>), String> {
+    let largest = herds.iter().map(Vec::len).max().unwrap_or(0);
     match cluster {
         Some((pods, run)) => {
-            let herd = herd_jobs(seeds, herd_at);
-            if !cluster::wait_for_jobs_finished(client, &herd, DRAIN_LIMIT).await {
+            if !cluster::wait_for_jobs_finished(client, &herds.concat(), DRAIN_LIMIT).await {
                 tracing::warn!(limit_s = DRAIN_LIMIT.as_secs(), "some of the herd's Jobs did not finish in time");
             }
-            let jobs = herd.len().max(1);
-            let shape = bound_shape(herd_at);
+            let jobs = largest.max(1);
             let (created, rate, e2e) =
                 cluster::measure_bound(client, pods, &run, (BOUND_NAMESPACE, jobs, IN_FLIGHT, &shape), DRAIN_LIMIT)
                     .await?;
             Ok(((created, rate), e2e))
         }
         None => {
-            let jobs = seeds.len().clamp(BOUND_JOBS.0, BOUND_JOBS.1);
-            Ok((measure_bound(client, jobs, &bound_shape(herd_at)).await?, None))
+            let jobs = largest.clamp(BOUND_JOBS.0, BOUND_JOBS.1);
+            Ok((measure_bound(client, jobs, &shape).await?, None))
         }
     }
 }
 
-/// The hops of every run created (its first Job), the end-to-end times and the cluster's
-/// settings with its clients' requests per run.
+/// The hops of every run created (its first Job), the end-to-end times with each boundary's
+/// herd, and the cluster's settings with its clients' requests per run (per start: the
+/// largest herd's).
 fn follow_runs(
     records: &[serde_json::Value],
     timeline: cronshard_e2e::hops::Timeline,
-    (herd_at, herd): (Timestamp, &[(String, String)]),
+    (boundaries, herds): (&Boundaries, &[Vec<(String, String)>]),
     run: cluster::Run,
 ) -> (cronshard_e2e::hops::Hops, cronshard_e2e::hops::EndToEnd, cronshard_e2e::hops::ClusterInfo) {
     let mut runs = cronshard_e2e::analysis::creates(records);
     runs.sort_by(|a, b| a.at.total_cmp(&b.at));
     let mut seen = std::collections::HashSet::new();
     runs.retain(|r| seen.insert((r.namespace.clone(), r.cronjob.clone(), r.minute)));
-    let (hops, end_to_end) = cronshard_e2e::hops::measure(&runs, &timeline, herd_at.as_second());
+    let at: Vec<i64> = boundaries.at.iter().map(|t| t.as_second()).collect();
+    let (hops, end_to_end) = cronshard_e2e::hops::measure(&runs, &timeline, &at);
     let mut info = run.info(cronshard_e2e::hops::requests_per_run(records, runs.len()));
-    info.job_controller_requests_per_start = cronshard_e2e::hops::requests_per_start(
-        records,
-        cronshard_e2e::hops::JOB_CONTROLLER_AGENT,
-        &timeline,
-        herd,
-        herd_at.as_second(),
-    );
+    // The last of the largest: with growth, the later boundary.
+    let largest = (0..herds.len()).max_by_key(|i| herds[*i].len()).unwrap_or(0);
+    info.job_controller_requests_per_start = herds.get(largest).and_then(|herd| {
+        cronshard_e2e::hops::requests_per_start(
+            records,
+            cronshard_e2e::hops::JOB_CONTROLLER_AGENT,
+            &timeline,
+            herd,
+            at[largest],
+        )
+    });
     (hops, end_to_end, info)
-}
-
-/// (namespace, Job name) of every run due at the herd's minute.
-fn herd_jobs(seeds: &[CronJobSeed], herd_at: Timestamp) -> Vec<(String, String)> {
-    seeds
-        .iter()
-        .filter(|s| !every_minute(&s.schedule))
-        .map(|s| (s.namespace.clone(), format!("{}-{}", s.name, herd_at.as_second() / 60)))
-        .collect()
 }
 
 /// A fresh control plane with an audit log; kube-controller-manager runs the CronJob
@@ -270,78 +226,6 @@ async fn start_testbed(dir: &Path, arm: &str, cluster: Option<cluster::Run>) -> 
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
-}
-
-/// The scenario's CronJobs, firing daily at one minute (UTC) at least `ahead` seconds away,
-/// time to load them all first: a real server's clock (and kube-controller-manager's) cannot
-/// be moved to an hour boundary, so that minute stands for the hour. CronJobs that fire every
-/// minute keep their schedule: they are the small herds right after the big one.
-pub(crate) fn herd_seeds(scenario: &Scenario, ahead: i64) -> (Vec<CronJobSeed>, Timestamp) {
-    let now = Timestamp::now();
-    let herd_at = Timestamp::from_second((now.as_second() + ahead) / 60 * 60 + 60).unwrap_or(now);
-    // In UTC, the CronJobs' zone: minutes and hours of the day straight from unix seconds.
-    let (minute, hour) = (herd_at.as_second() / 60 % 60, herd_at.as_second() / 3600 % 24);
-    let daily = format!("{minute} {hour} * * *");
-    let seeds = scenario
-        .cronjobs(now)
-        .into_iter()
-        .map(|s| match every_minute(&s.schedule) {
-            true => CronJobSeed { time_zone: None, spread: None, ..s },
-            false => CronJobSeed { schedule: daily.clone(), time_zone: None, spread: None, ..s },
-        })
-        .collect();
-    (seeds, herd_at)
-}
-
-/// Whether a schedule fires at every minute (checked over the next hour).
-fn every_minute(schedule: &str) -> bool {
-    let Ok(parsed) = Schedule::parse(schedule, &Zone::utc()) else { return false };
-    let from = Timestamp::from_second(Timestamp::now().as_second() / 60 * 60).unwrap_or_else(|_| Timestamp::now());
-    parsed.iter_after(from).take(60).enumerate().all(|(k, t)| t.as_second() == from.as_second() + 60 * (k as i64 + 1))
-}
-
-async fn create_namespaces(client: &kube::Client, seeds: &[CronJobSeed]) -> Result<(), String> {
-    let mut names: Vec<&str> = seeds.iter().map(|s| s.namespace.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names.push(BOUND_NAMESPACE);
-    let api: Api<Namespace> = Api::all(client.clone());
-    for name in names {
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).map_err(|e| e.to_string())?;
-        api.create(&PostParams::default(), &ns).await.map_err(|e| format!("namespace {name}: {e}"))?;
-    }
-    Ok(())
-}
-
-/// Creates every CronJob through the API, `IN_FLIGHT` at a time; with `container`, its pods
-/// run that container.
-async fn load(
-    client: &kube::Client,
-    seeds: &[CronJobSeed],
-    container: Option<serde_json::Value>,
-) -> Result<(), String> {
-    let buckets = std::num::NonZeroU32::new(64).ok_or("buckets")?;
-    let started = Instant::now();
-    let results: Vec<Result<(), String>> = futures::stream::iter(seeds)
-        .map(|seed| {
-            let api: Api<CronJob> = Api::namespaced(client.clone(), &seed.namespace);
-            let container = container.clone();
-            async move {
-                let mut object = seed.object(buckets);
-                object["metadata"].as_object_mut().map(|m| m.remove("creationTimestamp"));
-                if let Some(container) = container {
-                    object["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"] = json!([container]);
-                }
-                let cj: CronJob = serde_json::from_value(object).map_err(|e| e.to_string())?;
-                api.create(&PostParams::default(), &cj).await.map(|_| ()).map_err(|e| format!("{}: {e}", seed.name))
-            }
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .collect()
-        .await;
-    results.into_iter().collect::<Result<Vec<()>, String>>()?;
-    tracing::info!(cronjobs = seeds.len(), seconds = started.elapsed().as_secs_f64(), "CronJobs created");
-    Ok(())
 }
 
 /// The bound's Jobs carry what cronshard's Jobs of the herd's minute carry.
@@ -400,55 +284,6 @@ async fn read_audit(testbed: &Testbed, bound_jobs: usize) -> Result<Vec<serde_js
             return Ok(records.into_iter().filter(|r| !is_bound(r)).collect());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-/// CPU seconds and peak RSS of the control plane's processes, sampled as the run goes.
-struct ControlPlane {
-    processes: Vec<(&'static str, u32, ProcessUsage)>,
-}
-
-impl ControlPlane {
-    fn new(testbed: &Testbed) -> Self {
-        // kube-scheduler and kwok run on a whole cluster only.
-        let processes = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
-            .into_iter()
-            .filter_map(|name| {
-                let usage = ProcessUsage { name: name.to_owned(), cpu_s: 0.0, peak_rss_mb: 0.0 };
-                testbed.pid(name).map(|pid| (name, pid, usage))
-            })
-            .collect();
-        ControlPlane { processes }
-    }
-
-    fn sample(&mut self) {
-        for (_, pid, u) in &mut self.processes {
-            let (cpu, rss) = usage(*pid);
-            if cpu > 0.0 {
-                u.cpu_s = cpu;
-            }
-            u.peak_rss_mb = u.peak_rss_mb.max(rss);
-        }
-    }
-
-    fn usage(&self, name: &str) -> ProcessUsage {
-        self.processes.iter().find(|(n, _, _)| *n == name).map(|(_, _, u)| u.clone()).unwrap_or(ProcessUsage {
-            name: name.to_owned(),
-            cpu_s: 0.0,
-            peak_rss_mb: 0.0,
-        })
-    }
-
-    fn report(&self) -> Vec<ProcessUsage> {
-        let round = |v: f64| (v * 100.0).round() / 100.0;
-        self.processes
-            .iter()
-            .map(|(_, _, u)| ProcessUsage {
-                name: u.name.clone(),
-                cpu_s: round(u.cpu_s),
-                peak_rss_mb: round(u.peak_rss_mb),
-            })
-            .collect()
     }
 }
 

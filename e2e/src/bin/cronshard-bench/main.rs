@@ -10,13 +10,17 @@ mod arm;
 mod arm_spec;
 mod bound_jobs;
 mod cluster;
+mod control_plane;
 mod controllers;
+mod hours;
 mod kube;
 mod launch;
+mod loading;
 mod procs;
 mod profile;
 mod shadow;
 mod sim_upstream;
+mod window;
 
 use clap::Parser;
 use cronshard_e2e::report::{Report, SimReport, svg, table};
@@ -29,8 +33,8 @@ use self::arm_spec::{arm_processes, upstream_flags};
 #[derive(Debug, Parser)]
 #[command(about = "Runs a benchmark scenario against cronshard and the baseline controllers")]
 struct Args {
-    /// A shipped scenario (incident, incident-spread, herd, failover, degraded, catchup, scale,
-    /// smoke) or a path.
+    /// A shipped scenario (incident, incident-spread, incident-cluster, incident-cluster-growth,
+    /// herd, failover, degraded, catchup, scale, smoke) or a path.
     #[arg(long)]
     scenario: String,
     /// Comma-separated: cronshard-R (R replicas), cronshard-R-fixed (the same without the
@@ -80,6 +84,16 @@ struct Args {
     /// in `kube-apiserver.cpu.txt`, in each arm's folder).
     #[arg(long, value_name = "SECONDS")]
     apiserver_profile_s: Option<u64>,
+    /// `--target kube` or `cluster`: the hour boundaries the run covers. A real server's clock
+    /// cannot be moved, so whole minutes `--hour-s` apart stand for them: CronJobs that fire
+    /// every minute keep their schedule, every other one fires at each of those minutes, and
+    /// the scenario's later CronJobs are created on its clock, in time for the next boundary.
+    #[arg(long, default_value_t = 1)]
+    hours: u32,
+    /// `--target kube` or `cluster`: the real seconds that stand for an hour between two
+    /// boundaries (whole minutes; all boundaries within one real hour).
+    #[arg(long, default_value_t = 300)]
+    hour_s: i64,
     /// Where `cronshard` and `cronshard-baseline` are; default: beside this program.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -119,6 +133,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
     }
     check_arms(&args, &scenario)?;
+    let hours = hours::Hours::new(args.hours, args.hour_s)?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut arms = Vec::new();
     for arm in &args.arms {
@@ -126,7 +141,7 @@ async fn run(args: Args) -> Result<(), String> {
         match args.target {
             Target::Sim => arms.push(run_arm(&bin_dir, &scenario, arm, &args.out, args.shadow).await?),
             Target::Kube => {
-                let kube = (args.apiserver_profile_s, None);
+                let kube = (args.apiserver_profile_s, None, hours);
                 arms.push(kube::run_arm(&bin_dir, &scenario, arm, &args.out, kube).await?);
             }
             Target::Cluster => {
@@ -139,7 +154,8 @@ async fn run(args: Args) -> Result<(), String> {
                     };
                     let out = args.out.join(settings.name());
                     let mut report =
-                        kube::run_arm(&bin_dir, &scenario, arm, &out, (args.apiserver_profile_s, Some(run))).await?;
+                        kube::run_arm(&bin_dir, &scenario, arm, &out, (args.apiserver_profile_s, Some(run), hours))
+                            .await?;
                     report.name = name;
                     arms.push(report);
                 }
@@ -208,6 +224,9 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
     if args.target == Target::Cluster && (args.nodes == 0 || args.pod_run_s == 0 || args.cluster_settings.is_empty()) {
         return Err("--target cluster: --nodes and --pod-run-s must be 1 or more, --cluster-settings not empty".into());
     }
+    if args.target == Target::Sim && (args.hours != 1 || args.hour_s != 300) {
+        return Err("--hours and --hour-s move a real server's hours: the simulator's clock reaches real ones".into());
+    }
     if args.apiserver_profile_s == Some(0) {
         return Err("--apiserver-profile-s 0: give the profile's length in seconds, above 0".into());
     }
@@ -215,9 +234,9 @@ fn check_arms(args: &Args, scenario: &Scenario) -> Result<(), String> {
         if args.shadow {
             return Err("--shadow runs with --target sim only".into());
         }
-        if scenario.later.is_some() || scenario.downtime_s > 0.0 {
+        if scenario.downtime_s > 0.0 {
             return Err(format!(
-                "scenario {}: --target kube cannot create CronJobs later or stop the controllers on a moved clock; it runs herds and failovers",
+                "scenario {}: --target kube cannot stop the controllers on a moved clock; it runs herds, growth and failovers",
                 scenario.name
             ));
         }
