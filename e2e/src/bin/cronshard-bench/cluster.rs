@@ -165,24 +165,33 @@ pub(crate) async fn measure_bound(
 
 /// Waits (up to `limit`) until every Job of `herd` (namespace, name) has finished, so that
 /// the plain client's bound that follows meets a quiet cluster: its pods have ended and the
-/// Job controller has recorded them, rather than competing with it for its client budget.
-/// Whether they all finished.
-pub(crate) async fn wait_for_jobs_finished(client: &kube::Client, herd: &[(String, String)], limit: Duration) -> bool {
+/// Job controller has recorded them, rather than competing with it for its client budget. A
+/// Job that is gone counts once its pod was seen ending: history limits delete finished Jobs
+/// (an earlier boundary's, once the next boundary's have finished). Whether they all finished.
+pub(crate) async fn wait_for_jobs_finished(
+    client: &kube::Client,
+    pods: &PodWatch,
+    herd: &[(String, String)],
+    limit: Duration,
+) -> bool {
     let api: Api<Job> = Api::all(client.clone());
-    let wanted: std::collections::HashSet<(&str, &str)> =
-        herd.iter().map(|(ns, n)| (ns.as_str(), n.as_str())).collect();
     let deadline = Instant::now() + limit;
     loop {
         if let Ok(jobs) = api.list(&Default::default()).await {
-            let finished = jobs
+            let listed: std::collections::HashMap<(&str, &str), &Job> = jobs
                 .items
                 .iter()
-                .filter(|j| {
-                    let key = (j.metadata.namespace.as_deref().unwrap_or(""), j.metadata.name.as_deref().unwrap_or(""));
-                    wanted.contains(&key) && job_finished(j)
-                })
-                .count();
-            if finished >= wanted.len() {
+                .map(|j| ((j.metadata.namespace.as_deref().unwrap_or(""), j.metadata.name.as_deref().unwrap_or("")), j))
+                .collect();
+            let finished = pods.with(|t| {
+                herd.iter()
+                    .filter(|(ns, name)| match listed.get(&(ns.as_str(), name.as_str())) {
+                        Some(job) => job_finished(job),
+                        None => t.get(ns, name).is_some_and(|p| p.finished.is_some()),
+                    })
+                    .count()
+            });
+            if finished >= herd.len() {
                 return true;
             }
         }

@@ -148,7 +148,7 @@ async fn bounds(
     let largest = herds.iter().map(Vec::len).max().unwrap_or(0);
     match cluster {
         Some((pods, run)) => {
-            if !cluster::wait_for_jobs_finished(client, &herds.concat(), DRAIN_LIMIT).await {
+            if !cluster::wait_for_jobs_finished(client, pods, &herds.concat(), DRAIN_LIMIT).await {
                 tracing::warn!(limit_s = DRAIN_LIMIT.as_secs(), "some of the herd's Jobs did not finish in time");
             }
             let jobs = largest.max(1);
